@@ -1,0 +1,149 @@
+// Benchmark anchors: the competitor softmax implementations smax is measured against.
+//
+// Every anchor is float32 over row-major, contiguous rows (leading dimension == cols) and lives
+// in its own translation unit, so the flags one of them needs (-ffast-math, a library's headers)
+// never reach smax's code or another anchor. This header is plain C++17 and includes no
+// third-party header.
+//
+// Availability. The oneDNN, XNNPACK and Eigen anchors are compiled only when CMake finds their
+// package, and then CMake defines SMAX_BENCH_HAVE_ONEDNN / SMAX_BENCH_HAVE_XNNPACK /
+// SMAX_BENCH_HAVE_EIGEN. When a macro is absent, that anchor's class or function is NOT
+// declared, so a driver guards its use with `#if defined(SMAX_BENCH_HAVE_...)`; the
+// `anchor` records below exist in every build and say what was compiled in.
+//
+// Threads. Every anchor runs on the calling thread only. oneDNN (OpenMP runtime in Debian) is
+// limited to one OpenMP thread for the thread that constructs an `onednn_softmax`; see there.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace smax_bench::anchors {
+
+/// What one softmax anchor is, for listing and naming benchmarks uniformly.
+struct anchor {
+    const char* name;    ///< implementation part of a benchmark name (`softmax/<name>/<n>`)
+    bool available;      ///< compiled into this build (its dependency was found)
+    bool log_supported;  ///< offers log-softmax as well as softmax
+};
+
+#if defined(SMAX_BENCH_HAVE_ONEDNN)
+inline constexpr bool have_onednn = true;
+#else
+inline constexpr bool have_onednn = false;
+#endif
+#if defined(SMAX_BENCH_HAVE_XNNPACK)
+inline constexpr bool have_xnnpack = true;
+#else
+inline constexpr bool have_xnnpack = false;
+#endif
+#if defined(SMAX_BENCH_HAVE_EIGEN)
+inline constexpr bool have_eigen = true;
+#else
+inline constexpr bool have_eigen = false;
+#endif
+
+inline constexpr anchor onednn_anchor{"onednn", have_onednn, true};
+// XNNPACK (2022) has no log-softmax operator.
+inline constexpr anchor xnnpack_anchor{"xnnpack", have_xnnpack, false};
+inline constexpr anchor eigen_anchor{"eigen", have_eigen, true};
+inline constexpr anchor fast_math_anchor{"fast_math", true, true};
+inline constexpr anchor scalar_reference_anchor{"scalar_reference", true, true};
+
+/// Every softmax anchor, compiled in or not, in the order benchmarks list them.
+inline constexpr anchor all_anchors[] = {onednn_anchor, xnnpack_anchor, eigen_anchor,
+                                         fast_math_anchor, scalar_reference_anchor};
+
+#if defined(SMAX_BENCH_HAVE_ONEDNN)
+/// oneDNN `softmax_v2_forward` (algorithm softmax_accurate, or softmax_log when `log`),
+/// forward_inference, axis 1 of a rows x cols `ab` tensor, CPU engine.
+///
+/// The constructor pays the whole setup (engine, stream, primitive descriptor, JIT code);
+/// `run` only rebinds the two data handles and executes, then waits on the stream.
+///
+/// One thread: oneDNN's OpenMP runtime reads OMP_NUM_THREADS when it is loaded, long before
+/// main, so setting the variable from the program is too late. The constructor instead calls
+/// the very `omp_set_num_threads(1)` oneDNN uses (looked up at run time, see onednn.cpp). It is
+/// an OpenMP per-thread setting: call `run` on the thread that constructed the object.
+///
+/// Instruction set: oneDNN picks its ISA at run time. Unless DNNL_MAX_CPU_ISA or
+/// ONEDNN_MAX_CPU_ISA is set in the environment, the first construction caps it at the widest
+/// ISA this library is compiled for (AVX-512 -> avx512_core, AVX2 -> avx2, else sse41), so the
+/// anchor and smax use the same vector width. `implementation()` tells what was chosen.
+class onednn_softmax {
+public:
+    onednn_softmax(std::size_t rows, std::size_t cols, bool log);
+    ~onednn_softmax();
+    onednn_softmax(onednn_softmax&&) noexcept;
+    onednn_softmax& operator=(onednn_softmax&&) noexcept;
+    onednn_softmax(const onednn_softmax&) = delete;
+    onednn_softmax& operator=(const onednn_softmax&) = delete;
+
+    /// y = softmax (or log-softmax) of each row of x; x and y hold rows * cols floats.
+    void run(const float* x, float* y);
+    /// oneDNN's implementation name, e.g. "jit:avx2".
+    const char* implementation() const;
+
+private:
+    struct state;
+    std::unique_ptr<state> state_;
+};
+#endif
+
+#if defined(SMAX_BENCH_HAVE_XNNPACK)
+/// XNNPACK `softmax_nc_f32` operator (Debian's 2022 snapshot), no thread pool.
+///
+/// The constructor initialises XNNPACK once per process and creates the operator; `run` calls
+/// `xnn_setup_softmax_nc_f32` only when the pointers differ from the previous call (setup binds
+/// pointers, as an inference graph does once) and then `xnn_run_operator`.
+/// XNNPACK has no log-softmax: `log == true` throws std::invalid_argument.
+/// Like oneDNN it picks its ISA at run time (through cpuinfo); it cannot be capped.
+class xnnpack_softmax {
+public:
+    xnnpack_softmax(std::size_t rows, std::size_t cols, bool log);
+    ~xnnpack_softmax();
+    xnnpack_softmax(xnnpack_softmax&&) noexcept;
+    xnnpack_softmax& operator=(xnnpack_softmax&&) noexcept;
+    xnnpack_softmax(const xnnpack_softmax&) = delete;
+    xnnpack_softmax& operator=(const xnnpack_softmax&) = delete;
+
+    /// y = softmax of each row of x; x and y hold rows * cols floats.
+    void run(const float* x, float* y);
+
+private:
+    struct state;
+    std::unique_ptr<state> state_;
+};
+#endif
+
+#if defined(SMAX_BENCH_HAVE_EIGEN)
+/// The idiomatic Eigen 3.4 expression over a row-major `Map`, untuned:
+/// softmax  `e = (x.colwise() - x.rowwise().maxCoeff()).exp(); y = e.colwise() / e.rowwise().sum()`
+/// log      `d = x.colwise() - max;  y = d.colwise() - d.exp().rowwise().sum().log()`.
+/// The per-row max and sum are evaluated into small temporaries first (as a user must, since
+/// `y` aliases them), which costs two allocations of `rows` floats per call.
+void eigen_softmax(const float* x, float* y, std::size_t rows, std::size_t cols, bool log);
+#endif
+
+/// The plain three-pass loop, per row: max; y = expf(x - max) while summing; y *= 1 / sum
+/// (log: max; sum of expf(x - max); y = x - max - logf(sum)). Built in its own translation unit
+/// with -O3 -ffast-math (and -march=native when supported), so the compiler vectorises expf
+/// through glibc's libmvec and reassociates the sums.
+void fast_math_softmax(const float* x, float* y, std::size_t rows, std::size_t cols, bool log);
+
+/// The scalar reference: three plain passes, exp and sums in double, no fast-math; per row
+/// y = exp(x - max) / sum (log: y = (x - max) - log(sum)), each rounded once to float.
+/// It is the accuracy ground truth; its time is a floor, not a competitor.
+void scalar_reference_softmax(const float* x, float* y, std::size_t rows, std::size_t cols,
+                              bool log);
+
+/// Copy roof: y = x over n floats with non-temporal stores (_mm256_stream_ps when __AVX__,
+/// else _mm_stream_ps), then _mm_sfence. Moves the bytes a two-pass softmax must move at least
+/// (read n, write n) and sets the out-of-cache time floor.
+void copy_roof(const float* x, float* y, std::size_t n);
+
+/// Sum roof: the sum of n floats with several independent vector accumulators; the time floor
+/// of one read-only pass (a max or sum pass).
+float sum_roof(const float* x, std::size_t n);
+
+}  // namespace smax_bench::anchors

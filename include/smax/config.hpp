@@ -1,0 +1,62 @@
+#pragma once
+// Configuration shared by every smax header: the xsimd include, the debug precondition macro and
+// the name of the inline namespace that isolates header-only code compiled with different flags.
+
+#include <cassert>
+
+#include <xsimd/xsimd.hpp>
+
+#include "version.hpp"
+
+static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
+
+// Preconditions are asserted in debug builds; release builds give the documented result instead
+// (usually a NaN row), never undefined behaviour.
+#ifndef SMAX_ASSERT
+#define SMAX_ASSERT(condition) assert(condition)
+#endif
+
+// The header-only API is compiled for the best instruction set the including translation unit's
+// flags enable (xsimd::default_arch). Two translation units built with different flags would
+// otherwise define the same inline symbols with different machine code, and the linker may keep
+// the wrong one (an AVX2 body called on an SSE2-only CPU). Every inline function therefore lives
+// in an inline namespace named after that instruction set; the types (options, tags, states)
+// carry no code and stay in `smax` itself.
+#if defined(SMAX_ABI_NAMESPACE)
+// set by the user
+#elif XSIMD_WITH_AVX512BW
+#define SMAX_ABI_NAMESPACE v0_avx512bw
+#elif XSIMD_WITH_AVX512F
+#define SMAX_ABI_NAMESPACE v0_avx512f
+#elif XSIMD_WITH_FMA3_AVX2
+#define SMAX_ABI_NAMESPACE v0_fma3_avx2
+#elif XSIMD_WITH_AVX2
+#define SMAX_ABI_NAMESPACE v0_avx2
+#elif XSIMD_WITH_FMA3_AVX
+#define SMAX_ABI_NAMESPACE v0_fma3_avx
+#elif XSIMD_WITH_AVX
+#define SMAX_ABI_NAMESPACE v0_avx
+#elif XSIMD_WITH_FMA4
+#define SMAX_ABI_NAMESPACE v0_fma4
+#elif XSIMD_WITH_FMA3_SSE
+#define SMAX_ABI_NAMESPACE v0_fma3_sse4_2
+#elif XSIMD_WITH_SSE4_2
+#define SMAX_ABI_NAMESPACE v0_sse4_2
+#elif XSIMD_WITH_SSE4_1
+#define SMAX_ABI_NAMESPACE v0_sse4_1
+#elif XSIMD_WITH_SSSE3
+#define SMAX_ABI_NAMESPACE v0_ssse3
+#elif XSIMD_WITH_SSE3
+#define SMAX_ABI_NAMESPACE v0_sse3
+#elif XSIMD_WITH_SSE2
+#define SMAX_ABI_NAMESPACE v0_sse2
+#elif XSIMD_WITH_NEON64
+#define SMAX_ABI_NAMESPACE v0_neon64
+#elif XSIMD_WITH_NEON
+#define SMAX_ABI_NAMESPACE v0_neon
+#else
+#error "smax needs an instruction set xsimd supports (SSE2, AVX2, AVX-512, NEON): check the compiler flags"
+#endif
+
+#define SMAX_BEGIN_NAMESPACE namespace smax { inline namespace SMAX_ABI_NAMESPACE {
+#define SMAX_END_NAMESPACE } }

@@ -1,0 +1,76 @@
+#pragma once
+// The few xsimd spellings that changed between 8.1 and 13/14 (XSIMD.md §1.4), behind one name.
+// Everything here is templated on the architecture, so it is safe in per-architecture translation
+// units: no weak non-architecture symbol can leak from one instruction set into another.
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "../config.hpp"
+
+namespace smax {
+namespace detail {
+
+template <class T> struct integer_of;
+template <> struct integer_of<float> { using type = std::int32_t; };
+template <> struct integer_of<double> { using type = std::int64_t; };
+template <class T> using integer_of_t = typename integer_of<T>::type;
+
+// Reinterprets the bits of a batch as another lane type of the same width.
+template <class To, class From, class A>
+inline xsimd::batch<To, A> bitcast(xsimd::batch<From, A> const& x) noexcept {
+#if XSIMD_VERSION_MAJOR >= 11
+  return xsimd::bitwise_cast<To>(x);
+#else
+  return xsimd::bitwise_cast<xsimd::batch<To, A>>(x);
+#endif
+}
+
+// True when the CPU this runs on can execute code built for A. On 8.1 only `best` is reliable
+// (its per-ISA bits misread CPUID, XSIMD.md §1.5).
+template <class A>
+inline bool arch_available() noexcept {
+#if XSIMD_VERSION_MAJOR >= 13
+  return xsimd::available_architectures().has(A{});
+#else
+  return A::version() <= xsimd::available_architectures().best;
+#endif
+}
+
+// Whether xsimd::fma is one fused instruction on A (otherwise it is a multiply and an add, with
+// two roundings, which changes which range reductions are exact).
+template <class A>
+struct has_native_fma
+    : std::integral_constant<bool, std::is_base_of<xsimd::fma3<xsimd::sse4_2>, A>::value ||
+                                       std::is_base_of<xsimd::fma3<xsimd::avx>, A>::value ||
+                                       std::is_base_of<xsimd::fma3<xsimd::avx2>, A>::value ||
+                                       std::is_base_of<xsimd::fma4, A>::value ||
+                                       std::is_base_of<xsimd::avx512f, A>::value ||
+                                       std::is_base_of<xsimd::neon64, A>::value> {};
+
+// Horizontal reductions through memory: 8.1 has no reduce_max, and these run once per row or
+// block, so a store and a short loop cost nothing measurable and behave the same on every version.
+template <class T, class A>
+inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  alignas(64) T lanes[width];
+  v.store_unaligned(lanes);
+  T m = lanes[0];
+  for (std::size_t i = 1; i < width; ++i) m = lanes[i] > m ? lanes[i] : m;
+  return m;
+}
+
+// Sums the lanes in double (for float) so the block partial sums lose nothing when folded.
+template <class T, class A>
+inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  alignas(64) T lanes[width];
+  v.store_unaligned(lanes);
+  double s = 0.0;
+  for (std::size_t i = 0; i < width; ++i) s += static_cast<double>(lanes[i]);
+  return s;
+}
+
+}  // namespace detail
+}  // namespace smax

@@ -1,0 +1,50 @@
+#pragma once
+// What every normalising row kernel shares: its parameters and the edge-case policy of spec §0.2
+// (E4 all masked, E5 +inf, E6 NaN), applied before any exponential is taken.
+
+#include "../primitives/partial.hpp"
+
+namespace smax {
+namespace kernels {
+
+template <class T>
+struct row_params {
+  T inv_temperature;      // 1/T, finite and > 0 (checked by the caller)
+  bool log;               // log-softmax instead of softmax
+  bool zero_masked_rows;  // an all -inf row gives 0 (-inf for log) instead of NaN
+};
+
+template <class A, class T>
+inline void fill_row(T* y, std::size_t n, T value) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = value;
+}
+
+// Decides a row from its maximum: NaN (any NaN or +inf), masked (max = -inf) or ordinary.
+// Returns true when the row has been written.
+template <class A, class T>
+inline bool finish_special_row(T max, bool has_nan, T* y, std::size_t n,
+                               row_params<T> const& p) noexcept {
+  const T inf = __builtin_huge_val();
+  const T nan = __builtin_nan("");
+  if (has_nan || max == inf) {
+    fill_row<A>(y, n, nan);
+    return true;
+  }
+  if (max == -inf) {
+    fill_row<A>(y, n, p.zero_masked_rows ? (p.log ? -inf : T(0)) : nan);
+    return true;
+  }
+  return false;
+}
+
+// z = (x - max)·(1/T) - log_sum, one rounding when T != 1 and exact subtraction otherwise.
+template <class A, class T>
+inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
+                              double log_sum) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const batch m(max), inv(inv_t), neg_log_sum(static_cast<T>(-log_sum));
+  primitives::map<A>(x, y, n, [&](batch const& v) { return xsimd::fma(v - m, inv, neg_log_sum); });
+}
+
+}  // namespace kernels
+}  // namespace smax

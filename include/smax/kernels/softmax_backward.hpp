@@ -1,0 +1,37 @@
+#pragma once
+// Backward passes (vector-Jacobian products), spec §1(4) and §2(4). Two sweeps, no exp for
+// softmax; one exp per element for log-softmax (recomputing p = exp(z) from its output).
+
+#include "../primitives/exp.hpp"
+#include "../primitives/map_reduce.hpp"
+
+namespace smax {
+namespace kernels {
+
+// dx = (1/T)·y·(dy - <dy, y>). Masked entries (y = 0) get 0; a NaN row gives NaN.
+template <class A, class T>
+inline void softmax_backward_row(const T* y, const T* dy, T* dx, std::size_t n, T inv_t) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const double dot =
+      primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
+  const batch d(static_cast<T>(dot)), inv(inv_t);
+  primitives::zip_map<A>(y, dy, dx, n,
+                         [&](batch const& a, batch const& b) { return (a * (b - d)) * inv; });
+}
+
+// dx = (1/T)·(dy - exp(z)·sum(dy)) for z = log_softmax(x). At a masked entry (z = -inf) this is
+// dy/T, the true derivative (PyTorch's value).
+template <class A, class T>
+inline void log_softmax_backward_row(const T* z, const T* dy, T* dx, std::size_t n,
+                                     T inv_t) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const double sum = primitives::map_sum<A, false>(dy, static_cast<T*>(nullptr), n, T(0),
+                                                   [](batch const& v) { return v; });
+  const batch s(static_cast<T>(sum)), inv(inv_t);
+  primitives::zip_map<A>(z, dy, dx, n, [&](batch const& a, batch const& b) {
+    return xsimd::fnma(primitives::exp_nonpositive(a), s, b) * inv;
+  });
+}
+
+}  // namespace kernels
+}  // namespace smax

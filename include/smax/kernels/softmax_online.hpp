@@ -1,0 +1,73 @@
+#pragma once
+// Online normaliser (Milakov & Gimelshein 2018, spec §4), blocked: pass 1 keeps (m, d) and per
+// cache-resident block takes the block's max first, rescales d once if the max grew, then sums
+// exp(x - m) over the block while it is still in L1. One exp per element in pass 1, no per-element
+// rescale, and the row is read from memory only once per pass: pass 2 computes exp(x - m)/d and
+// writes y. 3 memory accesses per element against 5 for the three-pass reloading form.
+
+#include <cmath>
+
+#include "../primitives/exp_minus_max.hpp"
+#include "../primitives/map_reduce.hpp"
+#include "../primitives/reduce_max.hpp"
+#include "row_policy.hpp"
+
+namespace smax {
+namespace kernels {
+
+// The state of pass 1: d = sum of exp((x - max)/T); max = NaN when the row holds NaN or +inf.
+template <class T>
+struct online_partial {
+  T max;
+  double sum;
+};
+
+// Elements per block: 8 KiB, so the block is still in L1 when the sum re-reads it.
+template <class T>
+constexpr std::size_t online_block = 8192 / sizeof(T);
+
+template <class A, class T, bool Scaled>
+inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) noexcept {
+  const T inf = __builtin_huge_val();
+  online_partial<T> state{-inf, 0.0};
+  for (std::size_t b = 0; b < n; b += online_block<T>) {
+    const std::size_t len = n - b < online_block<T> ? n - b : online_block<T>;
+    const auto r = primitives::reduce_max<A>(x + b, len);
+    if (r.has_nan || r.max == inf) return {static_cast<T>(__builtin_nan("")), 0.0};
+    if (r.max == -inf) continue;  // a fully masked block contributes nothing
+    if (r.max > state.max) {
+      if (state.sum != 0.0)
+        state.sum *= ::exp((static_cast<double>(state.max) - static_cast<double>(r.max)) *
+                           static_cast<double>(inv_t));
+      state.max = r.max;
+    }
+    state.sum += primitives::map_sum<A, false>(
+        x + b, static_cast<T*>(nullptr), len, -inf,
+        primitives::exp_minus_max<A, T, Scaled>(state.max, inv_t));
+  }
+  return state;
+}
+
+// Pass 2: y = exp((x - max)/T)/sum, or (x - max)/T - log sum.
+template <class A, class T, bool Scaled>
+inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial<T> const& s,
+                                 row_params<T> const& p) noexcept {
+  using batch = xsimd::batch<T, A>;
+  if (p.log) {
+    write_log_softmax<A>(x, y, n, s.max, p.inv_temperature, ::log(s.sum));
+    return;
+  }
+  const primitives::exp_minus_max<A, T, Scaled> e(s.max, p.inv_temperature);
+  const batch c(static_cast<T>(1.0 / s.sum));
+  primitives::map<A>(x, y, n, [&](batch const& v) { return e(v) * c; });
+}
+
+template <class A, class T, bool Scaled>
+inline void online_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  const online_partial<T> s = online_reduce_row<A, T, Scaled>(x, n, p.inv_temperature);
+  if (finish_special_row<A>(s.max, s.max != s.max, y, n, p)) return;
+  online_normalize_row<A, T, Scaled>(x, y, n, s, p);
+}
+
+}  // namespace kernels
+}  // namespace smax

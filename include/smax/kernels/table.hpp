@@ -1,0 +1,197 @@
+#pragma once
+// The kernels of the softmax family for one instruction set A, as plain functions on raw
+// pointers. The header-only API calls table<xsimd::default_arch>; runtime dispatch compiles
+// table<A> once per instruction set in its own translation unit (cmake/SmaxDispatch.cmake) and
+// declares those instantiations extern here, so no other translation unit instantiates them.
+//
+// Members are defined out of class and not inline: an inline definition would bypass the
+// extern template declarations. Nothing below calls a non-A-templated inline function other
+// than extern "C" libm functions, so no weak symbol compiled for one instruction set can be
+// picked by the linker for another (XSIMD.md §2).
+
+#include <cstddef>
+
+#include "../config.hpp"
+#include "softmax_backward.hpp"
+#include "softmax_online.hpp"
+#include "softmax_three_pass.hpp"
+#include "softmax_two_pass.hpp"
+
+namespace smax {
+namespace kernels {
+
+enum class algorithm_id : unsigned { automatic = 0, three_pass = 1, online = 2, two_pass = 3 };
+
+enum : unsigned { flag_log = 1u, flag_zero_masked_rows = 2u };
+
+// Rows up to this many bytes run three-pass (the reloading pass re-reads y from cache); longer
+// rows run the online two-pass kernel, which reads x once less from memory.
+constexpr std::size_t three_pass_max_bytes = std::size_t(1) << 20;
+
+template <class A>
+struct table {
+  static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
+                      std::size_t rows, std::size_t cols, float temperature, unsigned flags,
+                      algorithm_id algorithm) noexcept;
+  static void forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
+                      std::size_t rows, std::size_t cols, double temperature, unsigned flags,
+                      algorithm_id algorithm) noexcept;
+  static void backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
+                       float* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
+                       float temperature, unsigned flags) noexcept;
+  static void backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
+                       double* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
+                       double temperature, unsigned flags) noexcept;
+  // Pass 1 of the online normaliser over one chunk: max (NaN for a NaN/+inf chunk, -inf for an
+  // empty or fully masked one) and sum of exp((x - max)/T).
+  static void online_reduce(const float* x, std::size_t n, float temperature, float* max,
+                            double* sum) noexcept;
+  static void online_reduce(const double* x, std::size_t n, double temperature, double* max,
+                            double* sum) noexcept;
+  // Pass 2 for one chunk, given the state of the whole row.
+  static void online_normalize(const float* x, float* y, std::size_t n, float temperature,
+                               unsigned flags, float max, double sum) noexcept;
+  static void online_normalize(const double* x, double* y, std::size_t n, double temperature,
+                               unsigned flags, double max, double sum) noexcept;
+};
+
+namespace detail {
+
+// Templated on A like everything here, so that no instruction set shares its code (see above).
+template <class A, class T>
+inline bool valid_temperature(T temperature) noexcept {
+  return temperature > T(0) && temperature < T(__builtin_huge_val());
+}
+
+template <class A, class T>
+inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+                         std::size_t cols, T temperature, unsigned flags,
+                         algorithm_id algorithm) noexcept {
+  const T nan = static_cast<T>(__builtin_nan(""));
+  const row_params<T> p{T(1) / temperature, (flags & flag_log) != 0,
+                        (flags & flag_zero_masked_rows) != 0};
+  if (!valid_temperature<A>(temperature) || !(p.inv_temperature > T(0))) {
+    for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, nan);
+    return;
+  }
+  if (algorithm == algorithm_id::automatic)
+    algorithm = cols * sizeof(T) <= three_pass_max_bytes ? algorithm_id::three_pass
+                                                         : algorithm_id::online;
+  using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
+  row_kernel kernel;
+  const bool scaled = p.inv_temperature != T(1);
+  switch (algorithm) {
+    case algorithm_id::online:
+      kernel = scaled ? &online_row<A, T, true> : &online_row<A, T, false>;
+      break;
+    case algorithm_id::two_pass:
+      kernel = scaled ? &two_pass_row<A, T, true> : &two_pass_row<A, T, false>;
+      break;
+    default:
+      kernel = scaled ? &three_pass_row<A, T, true> : &three_pass_row<A, T, false>;
+      break;
+  }
+  for (std::size_t r = 0; r < rows; ++r) kernel(x + r * ldx, y + r * ldy, cols, p);
+}
+
+template <class A, class T>
+inline void backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                          std::size_t lddx, std::size_t rows, std::size_t cols, T temperature,
+                          unsigned flags) noexcept {
+  if (!valid_temperature<A>(temperature)) {
+    for (std::size_t r = 0; r < rows; ++r)
+      fill_row<A>(dx + r * lddx, cols, static_cast<T>(__builtin_nan("")));
+    return;
+  }
+  const T inv_t = T(1) / temperature;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (flags & flag_log)
+      log_softmax_backward_row<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols, inv_t);
+    else
+      softmax_backward_row<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols, inv_t);
+  }
+}
+
+template <class A, class T>
+inline void online_reduce(const T* x, std::size_t n, T temperature, T* max,
+                          double* sum) noexcept {
+  if (!valid_temperature<A>(temperature)) {
+    *max = static_cast<T>(__builtin_nan(""));
+    *sum = 0.0;
+    return;
+  }
+  const T inv_t = T(1) / temperature;
+  const online_partial<T> s = inv_t != T(1) ? online_reduce_row<A, T, true>(x, n, inv_t)
+                                            : online_reduce_row<A, T, false>(x, n, inv_t);
+  *max = s.max;
+  *sum = s.sum;
+}
+
+template <class A, class T>
+inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, unsigned flags,
+                             T max, double sum) noexcept {
+  const row_params<T> p{T(1) / temperature, (flags & flag_log) != 0,
+                        (flags & flag_zero_masked_rows) != 0};
+  if (!valid_temperature<A>(temperature)) {
+    fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+    return;
+  }
+  if (finish_special_row<A>(max, max != max, y, n, p)) return;
+  const online_partial<T> s{max, sum};
+  if (p.inv_temperature != T(1))
+    online_normalize_row<A, T, true>(x, y, n, s, p);
+  else
+    online_normalize_row<A, T, false>(x, y, n, s, p);
+}
+
+}  // namespace detail
+
+template <class A>
+void table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
+                       std::size_t rows, std::size_t cols, float temperature, unsigned flags,
+                       algorithm_id algorithm) noexcept {
+  detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
+}
+template <class A>
+void table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
+                       std::size_t rows, std::size_t cols, double temperature, unsigned flags,
+                       algorithm_id algorithm) noexcept {
+  detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
+}
+template <class A>
+void table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
+                        float* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
+                        float temperature, unsigned flags) noexcept {
+  detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
+}
+template <class A>
+void table<A>::backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
+                        double* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
+                        double temperature, unsigned flags) noexcept {
+  detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
+}
+template <class A>
+void table<A>::online_reduce(const float* x, std::size_t n, float temperature, float* max,
+                             double* sum) noexcept {
+  detail::online_reduce<A>(x, n, temperature, max, sum);
+}
+template <class A>
+void table<A>::online_reduce(const double* x, std::size_t n, double temperature, double* max,
+                             double* sum) noexcept {
+  detail::online_reduce<A>(x, n, temperature, max, sum);
+}
+template <class A>
+void table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
+                                unsigned flags, float max, double sum) noexcept {
+  detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
+}
+template <class A>
+void table<A>::online_normalize(const double* x, double* y, std::size_t n, double temperature,
+                                unsigned flags, double max, double sum) noexcept {
+  detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
+}
+
+}  // namespace kernels
+}  // namespace smax
+
+#include "../detail/dispatch_declarations.hpp"

@@ -1,0 +1,81 @@
+#pragma once
+// The online normaliser's state, public (spec §4): stream a row in chunks, or reduce parts of a
+// row on several threads, merge the states in any order, then normalise each chunk.
+//
+//   smax::online_state<float> s;                       // identity: (-inf, 0)
+//   for (chunk c) s = smax::merge(s, smax::online_reduce(c.x, c.n));
+//   for (chunk c) smax::online_normalize(s, c.x, c.y, c.n);   // = softmax of the whole row
+//
+// The result equals softmax of the concatenated row within softmax's bound; merge is associative
+// and commutative up to rounding. A chunk holding NaN or +inf gives a NaN state (max = NaN), which
+// every merge keeps and which normalises to a NaN row (E5/E6).
+
+#include <cmath>
+#include <cstddef>
+
+#include "softmax.hpp"
+
+namespace smax {
+
+template <class T>
+struct online_state {
+  T max = -static_cast<T>(__builtin_huge_val());  // row maximum; -inf: nothing unmasked yet
+  double sum = 0.0;                                // sum of exp((x - max)/T), kept in double
+};
+
+}  // namespace smax
+
+SMAX_BEGIN_NAMESPACE
+
+// (max, sum) of one chunk. The temperature must be the one used for merge and normalize.
+template <class T, detail::if_real_t<T> = 0>
+inline online_state<T> online_reduce(const T* x, std::size_t n,
+                                     softmax_options const& opts = {}) noexcept {
+  SMAX_ASSERT(x != nullptr || n == 0);
+  api::check_options(opts);
+  online_state<T> s;
+  if (n == 0) return s;
+  api::default_table::online_reduce(x, n, static_cast<T>(opts.temperature), &s.max, &s.sum);
+  return s;
+}
+
+// (m_a, d_a) ⊕ (m_b, d_b) = (M, d_a·e^((m_a - M)/T) + d_b·e^((m_b - M)/T)), M = max(m_a, m_b).
+template <class T, detail::if_real_t<T> = 0>
+inline online_state<T> merge(online_state<T> const& a, online_state<T> const& b,
+                             softmax_options const& opts = {}) noexcept {
+  if (a.max != a.max) return a;
+  if (b.max != b.max) return b;
+  if (a.sum == 0.0) return b;  // the identity, or a fully masked chunk
+  if (b.sum == 0.0) return a;
+  const T max = a.max > b.max ? a.max : b.max;
+  const double inv_t = 1.0 / opts.temperature;
+  online_state<T> s;
+  s.max = max;
+  s.sum = a.sum * std::exp((static_cast<double>(a.max) - max) * inv_t) +
+          b.sum * std::exp((static_cast<double>(b.max) - max) * inv_t);
+  return s;
+}
+
+// y = exp((x - s.max)/T)/s.sum for one chunk of a row whose merged state is s.
+template <class T, detail::if_real_t<T> = 0>
+inline void online_normalize(online_state<T> const& s, const T* x, T* y, std::size_t n,
+                             softmax_options const& opts = {}) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr) || n == 0);
+  api::check_options(opts);
+  if (n == 0) return;
+  api::default_table::online_normalize(x, y, n, static_cast<T>(opts.temperature),
+                                       api::flags_of(false, opts), s.max, s.sum);
+}
+
+// z = (x - s.max)/T - log s.sum for one chunk: the log-softmax of the whole row.
+template <class T, detail::if_real_t<T> = 0>
+inline void online_log_normalize(online_state<T> const& s, const T* x, T* y, std::size_t n,
+                                 softmax_options const& opts = {}) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr) || n == 0);
+  api::check_options(opts);
+  if (n == 0) return;
+  api::default_table::online_normalize(x, y, n, static_cast<T>(opts.temperature),
+                                       api::flags_of(true, opts), s.max, s.sum);
+}
+
+SMAX_END_NAMESPACE

@@ -1,0 +1,99 @@
+#pragma once
+// exp on xsimd batches for the softmax domain (arguments <= 0): Cody-Waite range reduction,
+// magic-bias rounding folded into one FMA, a minimax polynomial and one select for underflow.
+
+#include "../detail/xsimd_compat.hpp"
+
+namespace smax {
+namespace primitives {
+
+template <class T> struct exp_constants;
+
+template <> struct exp_constants<float> {
+  static constexpr float largest = 3.40282346638528859812e+38f;  // FLT_MAX
+  static constexpr float log2e = 1.44269504088896341f;
+  // 1.5·2^23 + 127: after fma(t, log2e, magic) the low mantissa bits hold k + 127, so shifting the
+  // bits left by 23 gives 2^k directly, and subtracting magic gives k as a float.
+  static constexpr float magic = 12583039.0f;
+  static constexpr int exponent_shift = 23;
+  // ln 2 split so that k·ln2_hi is exact for |k| < 2^14 even without FMA (10 significant bits).
+  static constexpr float ln2_hi = 0.693359375f;
+  static constexpr float ln2_lo = -2.12194440e-4f;
+  // Below ln(FLT_MIN) the result would be subnormal and 2^k is not representable by the shift:
+  // return exactly 0 (E8), which also maps -inf (a masked entry) to 0.
+  static constexpr float underflow_cutoff = -87.33654475f;
+  // exp(r) = 1 + r + r^2·q(r) on [-ln2/2, ln2/2]; relative-error Remez fit of q, degree 4.
+  static constexpr float q[] = {0.4999999404f, 0.1666652113f, 0.04166838899f, 0.008368710056f,
+                                0.001381461392f};
+};
+
+template <> struct exp_constants<double> {
+  static constexpr double largest = 1.79769313486231570815e+308;  // DBL_MAX
+  static constexpr double log2e = 1.4426950408889634;
+  static constexpr double magic = 6755399441056767.0;  // 1.5·2^52 + 1023
+  static constexpr int exponent_shift = 52;
+  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 trailing zero bits
+  static constexpr double ln2_lo = 1.90821492927058770002e-10;
+  static constexpr double underflow_cutoff = -708.39641853226408;  // ln(DBL_MIN)
+  // Taylor coefficients 1/2! .. 1/13!: the truncation error on |r| <= ln2/2 is below 5e-18.
+  static constexpr double q[] = {1.0 / 2,
+                                 1.0 / 6,
+                                 1.0 / 24,
+                                 1.0 / 120,
+                                 1.0 / 720,
+                                 1.0 / 5040,
+                                 1.0 / 40320,
+                                 1.0 / 362880,
+                                 1.0 / 3628800,
+                                 1.0 / 39916800,
+                                 1.0 / 479001600,
+                                 1.0 / 6227020800.0};
+};
+
+// exp(r_hi + r_lo) - 1 for a reduced argument |r_hi + r_lo| <= ln2/2, where r_hi is exact and
+// r_lo a small correction: the linear term adds r_hi last, so rounding the reduced argument costs
+// nothing (that rounding alone is worth 0.3 ulp in the result).
+template <class T, class A>
+inline xsimd::batch<T, A> expm1_reduced(xsimd::batch<T, A> const& r_hi,
+                                        xsimd::batch<T, A> const& r_lo) noexcept {
+  using batch = xsimd::batch<T, A>;
+  using c = exp_constants<T>;
+  constexpr std::size_t degree = sizeof(c::q) / sizeof(c::q[0]);
+  const batch r = r_hi + r_lo;
+  batch q(c::q[degree - 1]);
+  for (std::size_t i = degree - 1; i-- > 0;) q = xsimd::fma(q, r, batch(c::q[i]));
+  return xsimd::fma(q, r * r, r_lo) + r_hi;
+}
+
+// exp(t + t_err) for t <= 0 with |t_err| <= ulp(t) (the rounding error of the caller's x - max,
+// which would otherwise cost up to |t|·2^-24 of relative accuracy).
+//
+// float: max error <= 1 ulp for t in [-87.33, 0] (checked on every float by
+// tests/primitives/exp_test.cpp on every compiled instruction set); 0 for t < ln(FLT_MIN) and
+// for t = -inf; NaN stays NaN. double: <= 2 ulp on [-708.39, 0]. Also correct for
+// 0 < t < 88.3 (float) / 709 (double), which the softmax kernels never need.
+template <class T, class A>
+inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
+                                          xsimd::batch<T, A> const& t_err) noexcept {
+  using batch = xsimd::batch<T, A>;
+  using integer = detail::integer_of_t<T>;
+  using c = exp_constants<T>;
+  const batch biased = xsimd::fma(t, batch(c::log2e), batch(c::magic));
+  const batch k = biased - batch(c::magic);
+  const batch scale =
+      detail::bitcast<T>(detail::bitcast<integer>(biased) << c::exponent_shift);  // 2^k
+  // t - k·ln2_hi is exact (k·ln2_hi has few bits and the difference is smaller than t).
+  const batch r_hi = xsimd::fnma(k, batch(c::ln2_hi), t);
+  const batch r_lo = xsimd::fnma(k, batch(c::ln2_lo), t_err);
+  // scale·(1 + p) with one rounding: |p| < 0.5 so scale·p is exact inside the FMA.
+  const batch f = xsimd::fma(scale, expm1_reduced(r_hi, r_lo), scale);
+  return xsimd::select(t < batch(c::underflow_cutoff), batch(T(0)), f);
+}
+
+template <class T, class A>
+inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t) noexcept {
+  return exp_nonpositive(t, xsimd::batch<T, A>(T(0)));
+}
+
+}  // namespace primitives
+}  // namespace smax

@@ -1,0 +1,123 @@
+#pragma once
+// Elementwise passes over a row: y = f(x) with an optional fused sum of f(x). Four vectors per
+// iteration with four independent accumulators; the sum is blocked (vector partial sums over at
+// most `sum_block` elements, folded into a double), so its relative error does not grow with n.
+
+#include "partial.hpp"
+
+namespace smax {
+namespace primitives {
+
+// Elements per first-level block: each lane of each accumulator adds at most 16 values before
+// the block is folded into double, and the fold (a few adds per 512 elements) costs nothing.
+constexpr std::size_t sum_block = 512;
+
+// y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
+// `fill`, which f must map to 0. x == y is allowed.
+template <class A, bool Store, class T, class F>
+inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  double total = 0.0;
+  std::size_t i = 0;
+  while (i + 4 * width <= n) {
+    const std::size_t block_end = n - i > sum_block ? i + sum_block : n;
+    batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
+    for (; i + 4 * width <= block_end; i += 4 * width) {
+      const batch e0 = f(batch::load_unaligned(x + i));
+      const batch e1 = f(batch::load_unaligned(x + i + width));
+      const batch e2 = f(batch::load_unaligned(x + i + 2 * width));
+      const batch e3 = f(batch::load_unaligned(x + i + 3 * width));
+      if (Store) {
+        e0.store_unaligned(y + i);
+        e1.store_unaligned(y + i + width);
+        e2.store_unaligned(y + i + 2 * width);
+        e3.store_unaligned(y + i + 3 * width);
+      }
+      s0 += e0;
+      s1 += e1;
+      s2 += e2;
+      s3 += e3;
+    }
+    total += detail::horizontal_sum((s0 + s1) + (s2 + s3));
+  }
+  batch s(T(0));
+  for (; i + width <= n; i += width) {
+    const batch e = f(batch::load_unaligned(x + i));
+    if (Store) e.store_unaligned(y + i);
+    s += e;
+  }
+  if (i < n) {
+    const batch e = f(load_partial<A>(x + i, n - i, fill));
+    if (Store) store_partial<A>(y + i, n - i, e);
+    s += e;
+  }
+  return total + detail::horizontal_sum(s);
+}
+
+// y[i] = f(x[i]) for i < n; x == y is allowed.
+template <class A, class T, class F>
+inline void map(const T* x, T* y, std::size_t n, F const& f) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    const batch v0 = batch::load_unaligned(x + i);
+    const batch v1 = batch::load_unaligned(x + i + width);
+    const batch v2 = batch::load_unaligned(x + i + 2 * width);
+    const batch v3 = batch::load_unaligned(x + i + 3 * width);
+    f(v0).store_unaligned(y + i);
+    f(v1).store_unaligned(y + i + width);
+    f(v2).store_unaligned(y + i + 2 * width);
+    f(v3).store_unaligned(y + i + 3 * width);
+  }
+  for (; i + width <= n; i += width) f(batch::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) store_partial<A>(y + i, n - i, f(load_partial<A>(x + i, n - i, T(0))));
+}
+
+// Sum over i < n of f(a[i], b[i]) (blocked as map_sum); the tail pads both with 0, which f must
+// map to 0.
+template <class A, class T, class F>
+inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  double total = 0.0;
+  std::size_t i = 0;
+  while (i + 4 * width <= n) {
+    const std::size_t block_end = n - i > sum_block ? i + sum_block : n;
+    batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
+    for (; i + 4 * width <= block_end; i += 4 * width) {
+      s0 += f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
+      s1 += f(batch::load_unaligned(a + i + width), batch::load_unaligned(b + i + width));
+      s2 += f(batch::load_unaligned(a + i + 2 * width), batch::load_unaligned(b + i + 2 * width));
+      s3 += f(batch::load_unaligned(a + i + 3 * width), batch::load_unaligned(b + i + 3 * width));
+    }
+    total += detail::horizontal_sum((s0 + s1) + (s2 + s3));
+  }
+  batch s(T(0));
+  for (; i + width <= n; i += width) s += f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
+  if (i < n) s += f(load_partial<A>(a + i, n - i, T(0)), load_partial<A>(b + i, n - i, T(0)));
+  return total + detail::horizontal_sum(s);
+}
+
+// y[i] = f(a[i], b[i]) for i < n; any of the pointers may alias.
+template <class A, class T, class F>
+inline void zip_map(const T* a, const T* b, T* y, std::size_t n, F const& f) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  std::size_t i = 0;
+  for (; i + 2 * width <= n; i += 2 * width) {
+    const batch r0 = f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
+    const batch r1 = f(batch::load_unaligned(a + i + width), batch::load_unaligned(b + i + width));
+    r0.store_unaligned(y + i);
+    r1.store_unaligned(y + i + width);
+  }
+  for (; i + width <= n; i += width)
+    f(batch::load_unaligned(a + i), batch::load_unaligned(b + i)).store_unaligned(y + i);
+  if (i < n)
+    store_partial<A>(y + i, n - i,
+                     f(load_partial<A>(a + i, n - i, T(0)), load_partial<A>(b + i, n - i, T(0))));
+}
+
+}  // namespace primitives
+}  // namespace smax

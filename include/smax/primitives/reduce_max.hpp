@@ -1,0 +1,53 @@
+#pragma once
+// Row maximum with explicit NaN detection (spec §0.2): SIMD max treats NaN differently on x86 and
+// NEON and by operand order, so NaN is flagged separately and never relied on to propagate.
+
+#include "partial.hpp"
+
+namespace smax {
+namespace primitives {
+
+template <class T>
+struct max_result {
+  T max;         // -inf for an empty or fully masked row
+  bool has_nan;  // any NaN in the row
+};
+
+template <class A, class T>
+inline max_result<T> reduce_max(const T* x, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  using mask = xsimd::batch_bool<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T neg_inf = -__builtin_huge_val();
+  // Four accumulators hide the latency of max; the pass is bound by loads.
+  batch m0(neg_inf), m1(neg_inf), m2(neg_inf), m3(neg_inf);
+  mask nan0(false), nan1(false);
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    const batch v0 = batch::load_unaligned(x + i);
+    const batch v1 = batch::load_unaligned(x + i + width);
+    const batch v2 = batch::load_unaligned(x + i + 2 * width);
+    const batch v3 = batch::load_unaligned(x + i + 3 * width);
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    nan0 = nan0 | xsimd::isnan(v0) | xsimd::isnan(v1);
+    nan1 = nan1 | xsimd::isnan(v2) | xsimd::isnan(v3);
+  }
+  for (; i + width <= n; i += width) {
+    const batch v = batch::load_unaligned(x + i);
+    m0 = xsimd::max(m0, v);
+    nan0 = nan0 | xsimd::isnan(v);
+  }
+  if (i < n) {
+    const batch v = load_partial<A>(x + i, n - i, neg_inf);
+    m1 = xsimd::max(m1, v);
+    nan1 = nan1 | xsimd::isnan(v);
+  }
+  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+  return {detail::horizontal_max(m), xsimd::any(nan0 | nan1)};
+}
+
+}  // namespace primitives
+}  // namespace smax

@@ -1,0 +1,9 @@
+#pragma once
+// smax: fast, exact softmax-family kernels for CPUs. Umbrella header; Eigen overloads are in
+// <smax/eigen.hpp> and runtime-dispatched entry points in <smax/runtime.hpp>.
+
+#include "algorithm.hpp"
+#include "log_softmax.hpp"
+#include "online.hpp"
+#include "softmax.hpp"
+#include "version.hpp"
