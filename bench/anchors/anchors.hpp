@@ -117,11 +117,10 @@ private:
 #endif
 
 #if defined(SMAX_BENCH_HAVE_EIGEN)
-/// The idiomatic Eigen 3.4 expression over a row-major `Map`, untuned:
-/// softmax  `e = (x.colwise() - x.rowwise().maxCoeff()).exp(); y = e.colwise() / e.rowwise().sum()`
-/// log      `d = x.colwise() - max;  y = d.colwise() - d.exp().rowwise().sum().log()`.
-/// The per-row max and sum are evaluated into small temporaries first (as a user must, since
-/// `y` aliases them), which costs two allocations of `rows` floats per call.
+/// The idiomatic Eigen 3.4 expression over a row-major `Map`, untuned, row by row:
+/// softmax `y = (x - x.maxCoeff()).exp(); y /= y.sum();`
+/// log     `y = x - x.maxCoeff(); y -= std::log(y.exp().sum());`
+/// (The whole-matrix `.colwise()` broadcast form cannot vectorise Eigen's exp; see eigen.cpp.)
 void eigen_softmax(const float* x, float* y, std::size_t rows, std::size_t cols, bool log);
 #endif
 

@@ -49,6 +49,60 @@ struct has_native_fma
                                        std::is_base_of<xsimd::avx512f, A>::value ||
                                        std::is_base_of<xsimd::neon64, A>::value> {};
 
+// Fused multiply-adds. xsimd before 13 has no AVX-512 fma: its generic fallback is a multiply and
+// an add, which loses the exactness the kernels rely on (and lets the compiler fold x·y - x·y to
+// 0 in an error-free product). The intrinsics are declared whatever the flags, and only
+// instantiated in an AVX-512 translation unit.
+#if XSIMD_VERSION_MAJOR < 13 && (defined(__x86_64__) || defined(__i386__)) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define SMAX_AVX512_FMA_INTRINSICS 1
+template <class A>
+using is_avx512 = std::is_base_of<xsimd::avx512f, A>;
+template <class A>
+inline xsimd::batch<float, A> fma_avx512(xsimd::batch<float, A> const& a, xsimd::batch<float, A> const& b,
+                                         xsimd::batch<float, A> const& c) noexcept {
+  return _mm512_fmadd_ps(a, b, c);
+}
+template <class A>
+inline xsimd::batch<double, A> fma_avx512(xsimd::batch<double, A> const& a, xsimd::batch<double, A> const& b,
+                                          xsimd::batch<double, A> const& c) noexcept {
+  return _mm512_fmadd_pd(a, b, c);
+}
+template <class T, class A>
+inline xsimd::batch<T, A> fma_dispatch(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
+                                       xsimd::batch<T, A> const& c, std::true_type) noexcept {
+  return fma_avx512(a, b, c);
+}
+template <class T, class A>
+inline xsimd::batch<T, A> fma_dispatch(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
+                                       xsimd::batch<T, A> const& c, std::false_type) noexcept {
+  return xsimd::fma(a, b, c);
+}
+#endif
+
+// a·b + c with one rounding where the instruction set has it.
+template <class T, class A>
+inline xsimd::batch<T, A> mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
+                              xsimd::batch<T, A> const& c) noexcept {
+#if defined(SMAX_AVX512_FMA_INTRINSICS)
+  return fma_dispatch(a, b, c, is_avx512<A>{});
+#else
+  return xsimd::fma(a, b, c);
+#endif
+}
+// c - a·b
+template <class T, class A>
+inline xsimd::batch<T, A> neg_mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
+                               xsimd::batch<T, A> const& c) noexcept {
+  return mul_add(-a, b, c);
+}
+// a·b - c
+template <class T, class A>
+inline xsimd::batch<T, A> mul_sub(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
+                              xsimd::batch<T, A> const& c) noexcept {
+  return mul_add(a, b, -c);
+}
+
 // Horizontal reductions through memory: 8.1 has no reduce_max, and these run once per row or
 // block, so a store and a short loop cost nothing measurable and behave the same on every version.
 template <class T, class A>

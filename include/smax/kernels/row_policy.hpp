@@ -43,7 +43,7 @@ inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
                               double log_sum) noexcept {
   using batch = xsimd::batch<T, A>;
   const batch m(max), inv(inv_t), neg_log_sum(static_cast<T>(-log_sum));
-  primitives::map<A>(x, y, n, [&](batch const& v) { return xsimd::fma(v - m, inv, neg_log_sum); });
+  primitives::map<A>(x, y, n, [&](batch const& v) { return smax::detail::mul_add(v - m, inv, neg_log_sum); });
 }
 
 }  // namespace kernels

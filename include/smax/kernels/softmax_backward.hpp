@@ -29,7 +29,7 @@ inline void log_softmax_backward_row(const T* z, const T* dy, T* dx, std::size_t
                                                    [](batch const& v) { return v; });
   const batch s(static_cast<T>(sum)), inv(inv_t);
   primitives::zip_map<A>(z, dy, dx, n, [&](batch const& a, batch const& b) {
-    return xsimd::fnma(primitives::exp_nonpositive(a), s, b) * inv;
+    return smax::detail::neg_mul_add(primitives::exp_nonpositive(a), s, b) * inv;
   });
 }
 

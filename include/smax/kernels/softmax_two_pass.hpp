@@ -9,6 +9,7 @@
 // entries (-inf) contribute nothing (XNNPACK's kernel would give NaN).
 
 #include <cmath>
+#include <cstdint>
 
 #include "../primitives/exp.hpp"
 #include "../primitives/partial.hpp"
@@ -46,22 +47,40 @@ template <> struct two_pass_constants<double, false> {
 template <class A, class T>
 struct two_pass_exp {
   using batch = xsimd::batch<T, A>;
-  using integer = detail::integer_of_t<T>;
-  using c = two_pass_constants<T, detail::has_native_fma<A>::value>;
+  using integer = smax::detail::integer_of_t<T>;
+  using c = two_pass_constants<T, smax::detail::has_native_fma<A>::value>;
   using e = primitives::exp_constants<T>;
 
-  // u = k·ln2 + r; returns p = exp(r) and k (as an integer-valued float).
-  static void split(batch const& u, batch& p, batch& k) noexcept {
+  // u + u_err = k·ln2 + r; returns p = exp(r) and k (as an integer-valued float).
+  static void split(batch const& u, batch const& u_err, batch& p, batch& k) noexcept {
     k = xsimd::nearbyint(u * batch(e::log2e));
-    const batch r_hi = xsimd::fnma(k, batch(c::ln2_hi), u);
-    const batch r_lo = k * batch(-c::ln2_lo);
+    const batch r_hi = smax::detail::neg_mul_add(k, batch(c::ln2_hi), u);
+    const batch r_lo = smax::detail::neg_mul_add(k, batch(c::ln2_lo), u_err);
     p = primitives::expm1_reduced(r_hi, r_lo) + batch(T(1));
   }
 
   // 2^d for an integer-valued d <= 0; 0 below the smallest normal exponent.
   static batch exp2_nonpositive(batch const& d) noexcept {
     const batch biased = xsimd::max(d, batch(c::min_exponent)) + batch(e::magic);
-    return detail::bitcast<T>(detail::bitcast<integer>(biased) << e::exponent_shift);
+    return smax::detail::bitcast<T>(smax::detail::bitcast<integer>(biased) << e::exponent_shift);
+  }
+};
+
+// u = x·(1/T) as an unevaluated sum u + u_err: with a fused multiply-add the product's rounding
+// error is recovered exactly, so only the rounding of 1/T remains, which cancels in the
+// normalisation like a temperature error.
+template <class A, class T, bool Scaled>
+struct two_pass_input {
+  using batch = xsimd::batch<T, A>;
+  batch inv;
+  void operator()(batch const& x, batch& u, batch& u_err) const noexcept {
+    if (!Scaled) {
+      u = x;
+      u_err = batch(T(0));
+      return;
+    }
+    u = x * inv;
+    u_err = smax::detail::mul_sub(x, inv, u);
   }
 };
 
@@ -74,93 +93,147 @@ struct extended_sum {
   batch max_abs;   // largest |u| over unmasked entries, for the domain check
   xsimd::batch_bool<T, A> has_nan;
 
-  extended_sum() noexcept
-      : value(T(0)),
-        exponent(-primitives::exp_constants<T>::largest),
-        max_abs(T(0)),
-        has_nan(false) {}
+  extended_sum() noexcept : max_abs(T(0)), has_nan(false) { reset(); }
 
-  void add(batch const& u) noexcept {
+  void reset() noexcept {
+    value = batch(T(0));
+    exponent = batch(-primitives::exp_constants<T>::largest);
+  }
+
+  void add(batch const& u, batch const& u_err) noexcept {
     using ops = two_pass_exp<A, T>;
     batch p, k;
-    ops::split(u, p, k);
+    ops::split(u, u_err, p, k);
     const auto masked = u == batch(-__builtin_huge_val());
     p = xsimd::select(masked, batch(T(0)), p);  // -inf: k = -inf and p = NaN; contribute nothing
     max_abs = xsimd::max(max_abs, xsimd::select(masked, batch(T(0)), xsimd::abs(u)));
     has_nan = has_nan | xsimd::isnan(u);
     const batch new_exponent = xsimd::max(exponent, k);
-    value = xsimd::fma(p, ops::exp2_nonpositive(k - new_exponent),
+    value = smax::detail::mul_add(p, ops::exp2_nonpositive(k - new_exponent),
                        value * ops::exp2_nonpositive(exponent - new_exponent));
     exponent = new_exponent;
   }
 };
 
+// The row total V·2^E in double, folded from the lanes after every block, so the float lane sums
+// never accumulate more than a block (the same two-level summation as the other kernels).
+template <class A>
+struct extended_total {
+  double value = 0.0;
+  double exponent = 0.0;
+
+  // 2^d for an integer-valued d <= 0, 0 below the double range.
+  static double exp2_nonpositive(double d) noexcept {
+    if (d < -1022.0) return 0.0;
+    const auto bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(d) + 1023) << 52;
+    double r;
+    __builtin_memcpy(&r, &bits, sizeof r);
+    return r;
+  }
+
+  template <class T>
+  void add(extended_sum<A, T> const& s) noexcept {
+    constexpr std::size_t width = xsimd::batch<T, A>::size;
+    alignas(64) T values[width];
+    alignas(64) T exponents[width];
+    s.value.store_unaligned(values);
+    s.exponent.store_unaligned(exponents);
+    for (std::size_t l = 0; l < width; ++l) {
+      if (!(values[l] > T(0))) continue;
+      const double e = exponents[l];
+      if (value == 0.0) {
+        value = values[l];
+        exponent = e;
+        continue;
+      }
+      const double top = e > exponent ? e : exponent;
+      value = value * exp2_nonpositive(exponent - top) + values[l] * exp2_nonpositive(e - top);
+      exponent = top;
+    }
+  }
+};
+
+// Elements per block of pass 1 before the lanes are folded into the double total.
+constexpr std::size_t two_pass_block = 4096;
+
 template <class A, class T, bool Scaled>
 inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
   using ops = two_pass_exp<A, T>;
-  using c = two_pass_constants<T, detail::has_native_fma<A>::value>;
+  using c = two_pass_constants<T, smax::detail::has_native_fma<A>::value>;
   constexpr std::size_t width = batch::size;
   const T inf = __builtin_huge_val();
-  const batch inv(p.inv_temperature);
-  auto scaled = [&](batch const& v) { return Scaled ? v * inv : v; };
+  // Without a fused multiply-add the product x·(1/T) cannot be carried exactly (its rounding
+  // would cost |x/T|·2^-24, not |x - max|/T·2^-24): use the three-pass kernel.
+  if (Scaled && !smax::detail::has_native_fma<A>::value) return three_pass_row<A, T, Scaled>(x, y, n, p);
+  const two_pass_input<A, T, Scaled> input{batch(p.inv_temperature)};
 
-  // Pass 1: two accumulators for instruction-level parallelism.
+  // Pass 1: two accumulators for instruction-level parallelism, folded per block.
   extended_sum<A, T> s0, s1;
+  extended_total<A> total;
+  batch u, u_err;
   std::size_t i = 0;
-  for (; i + 2 * width <= n; i += 2 * width) {
-    s0.add(scaled(batch::load_unaligned(x + i)));
-    s1.add(scaled(batch::load_unaligned(x + i + width)));
+  while (i + 2 * width <= n) {
+    const std::size_t block_end = n - i > two_pass_block ? i + two_pass_block : n;
+    for (; i + 2 * width <= block_end; i += 2 * width) {
+      input(batch::load_unaligned(x + i), u, u_err);
+      s0.add(u, u_err);
+      input(batch::load_unaligned(x + i + width), u, u_err);
+      s1.add(u, u_err);
+    }
+    total.add(s0);
+    total.add(s1);
+    s0.reset();
+    s1.reset();
   }
-  for (; i + width <= n; i += width) s0.add(scaled(batch::load_unaligned(x + i)));
-  if (i < n) s1.add(scaled(primitives::load_partial<A>(x + i, n - i, -inf)));
+  for (; i + width <= n; i += width) {
+    input(batch::load_unaligned(x + i), u, u_err);
+    s0.add(u, u_err);
+  }
+  if (i < n) {
+    input(primitives::load_partial<A>(x + i, n - i, -inf), u, u_err);
+    s1.add(u, u_err);
+  }
+  total.add(s0);
+  total.add(s1);
 
   if (xsimd::any(s0.has_nan | s1.has_nan)) {
     fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
     return;
   }
-  const T max_abs = detail::horizontal_max(xsimd::max(s0.max_abs, s1.max_abs));
+  const T max_abs = smax::detail::horizontal_max(xsimd::max(s0.max_abs, s1.max_abs));
   if (!(max_abs <= c::domain)) {  // outside the exact decomposition, or +inf
     three_pass_row<A, T, Scaled>(x, y, n, p);
     return;
   }
-  // Fold the lanes in double: E = the largest exponent of a non-empty lane.
-  alignas(64) T values[2 * width];
-  alignas(64) T exponents[2 * width];
-  s0.value.store_unaligned(values);
-  s1.value.store_unaligned(values + width);
-  s0.exponent.store_unaligned(exponents);
-  s1.exponent.store_unaligned(exponents + width);
-  bool any = false;
-  T exponent = 0;
-  for (std::size_t l = 0; l < 2 * width; ++l) {
-    if (values[l] > T(0) && (!any || exponents[l] > exponent)) exponent = exponents[l];
-    any = any || values[l] > T(0);
-  }
-  if (!any) {  // every entry masked (or n = 0)
+  if (total.value == 0.0) {  // every entry masked
     finish_special_row<A>(-inf, false, y, n, p);
     return;
   }
-  double sum = 0.0;
-  for (std::size_t l = 0; l < 2 * width; ++l)
-    if (values[l] > T(0))
-      sum += ::ldexp(static_cast<double>(values[l]), static_cast<int>(exponents[l] - exponent));
+  const T exponent = static_cast<T>(total.exponent);
 
   if (p.log) {
     // z = u - (E·ln2 + log V), with the constant split in two floats so the subtraction is exact
     // to the last bit of the result.
-    const double total = static_cast<double>(exponent) * 0.69314718055994530942 + ::log(sum);
-    const T hi = static_cast<T>(total);
-    const batch total_hi(hi), total_lo(static_cast<T>(total - static_cast<double>(hi)));
-    primitives::map<A>(x, y, n, [&](batch const& v) { return (scaled(v) - total_hi) - total_lo; });
+    const double log_sum = total.exponent * 0.69314718055994530942 + ::log(total.value);
+    const T hi = static_cast<T>(log_sum);
+    const batch log_hi(hi), log_lo(static_cast<T>(log_sum - static_cast<double>(hi)));
+    primitives::map<A>(x, y, n, [&](batch const& v) {
+      batch a, a_err;
+      input(v, a, a_err);
+      // A masked entry has a = -inf and a NaN product error: it stays -inf.
+      return xsimd::select(a == batch(-inf), a, ((a - log_hi) - log_lo) + a_err);
+    });
     return;
   }
   // Pass 2: y = p·(1/V)·2^(k - E). Masked entries are clamped to a value whose 2^(k - E) is 0.
-  const batch inv_sum(static_cast<T>(1.0 / sum)), neg_exponent(-exponent);
+  const batch inv_sum(static_cast<T>(1.0 / total.value)), neg_exponent(-exponent);
   const batch floor(T(-2) * c::domain - T(1024));
   primitives::map<A>(x, y, n, [&](batch const& v) {
-    batch q, k;
-    ops::split(xsimd::max(scaled(v), floor), q, k);
+    batch a, a_err, q, k;
+    input(v, a, a_err);
+    const auto masked = a < floor;
+    ops::split(xsimd::select(masked, floor, a), xsimd::select(masked, batch(T(0)), a_err), q, k);
     return (q * inv_sum) * ops::exp2_nonpositive(k + neg_exponent);
   });
 }

@@ -48,6 +48,10 @@ struct table {
                             double* sum) noexcept;
   static void online_reduce(const double* x, std::size_t n, double temperature, double* max,
                             double* sum) noexcept;
+  // y = exp(x) elementwise for x <= 0 (the softmax-domain exp, primitives/exp.hpp): exposed so
+  // its accuracy can be checked on every instruction set.
+  static void exp_nonpositive(const float* x, float* y, std::size_t n) noexcept;
+  static void exp_nonpositive(const double* x, double* y, std::size_t n) noexcept;
   // Pass 2 for one chunk, given the state of the whole row.
   static void online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                unsigned flags, float max, double sum) noexcept;
@@ -144,8 +148,22 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     online_normalize_row<A, T, false>(x, y, n, s, p);
 }
 
+template <class A, class T>
+inline void exp_nonpositive(const T* x, T* y, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  primitives::map<A>(x, y, n, [](batch const& v) { return primitives::exp_nonpositive(v); });
+}
+
 }  // namespace detail
 
+template <class A>
+void table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
+  detail::exp_nonpositive<A>(x, y, n);
+}
+template <class A>
+void table<A>::exp_nonpositive(const double* x, double* y, std::size_t n) noexcept {
+  detail::exp_nonpositive<A>(x, y, n);
+}
 template <class A>
 void table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                        std::size_t rows, std::size_t cols, float temperature, unsigned flags,

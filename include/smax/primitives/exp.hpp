@@ -61,8 +61,8 @@ inline xsimd::batch<T, A> expm1_reduced(xsimd::batch<T, A> const& r_hi,
   constexpr std::size_t degree = sizeof(c::q) / sizeof(c::q[0]);
   const batch r = r_hi + r_lo;
   batch q(c::q[degree - 1]);
-  for (std::size_t i = degree - 1; i-- > 0;) q = xsimd::fma(q, r, batch(c::q[i]));
-  return xsimd::fma(q, r * r, r_lo) + r_hi;
+  for (std::size_t i = degree - 1; i-- > 0;) q = detail::mul_add(q, r, batch(c::q[i]));
+  return detail::mul_add(q, r * r, r_lo) + r_hi;
 }
 
 // exp(t + t_err) for t <= 0 with |t_err| <= ulp(t) (the rounding error of the caller's x - max,
@@ -78,15 +78,15 @@ inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;
   using c = exp_constants<T>;
-  const batch biased = xsimd::fma(t, batch(c::log2e), batch(c::magic));
+  const batch biased = detail::mul_add(t, batch(c::log2e), batch(c::magic));
   const batch k = biased - batch(c::magic);
   const batch scale =
       detail::bitcast<T>(detail::bitcast<integer>(biased) << c::exponent_shift);  // 2^k
   // t - k·ln2_hi is exact (k·ln2_hi has few bits and the difference is smaller than t).
-  const batch r_hi = xsimd::fnma(k, batch(c::ln2_hi), t);
-  const batch r_lo = xsimd::fnma(k, batch(c::ln2_lo), t_err);
+  const batch r_hi = detail::neg_mul_add(k, batch(c::ln2_hi), t);
+  const batch r_lo = detail::neg_mul_add(k, batch(c::ln2_lo), t_err);
   // scale·(1 + p) with one rounding: |p| < 0.5 so scale·p is exact inside the FMA.
-  const batch f = xsimd::fma(scale, expm1_reduced(r_hi, r_lo), scale);
+  const batch f = detail::mul_add(scale, expm1_reduced(r_hi, r_lo), scale);
   return xsimd::select(t < batch(c::underflow_cutoff), batch(T(0)), f);
 }
 

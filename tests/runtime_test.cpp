@@ -1,0 +1,49 @@
+// Runtime dispatch (smax/runtime.hpp): picks the best compiled instruction set the CPU runs,
+// gives the same results as that instruction set's kernels, and reports its name.
+
+#include <smax/runtime.hpp>
+
+#include "test_support.hpp"
+
+namespace {
+
+using namespace smax_test;
+
+TEST(runtime, picks_an_available_instruction_set) {
+  const std::string name = smax::runtime::arch_name();
+  std::printf("runtime dispatch -> %s\n", name.c_str());
+  const char* forced = std::getenv("SMAX_FORCE_ARCH");
+  if (forced) {
+    EXPECT_EQ(name, forced) << "SMAX_FORCE_ARCH names an instruction set that is compiled in and available";
+  } else {
+    const char* best = "sse2";
+#if defined(SMAX_DISPATCH_NEON64)
+    best = xsimd::neon64::name();
+#endif
+#if defined(SMAX_DISPATCH_AVX2)
+    if (smax::detail::arch_available<xsimd::fma3<xsimd::avx2>>()) best = xsimd::fma3<xsimd::avx2>::name();
+#endif
+#if defined(SMAX_DISPATCH_AVX512BW)
+    if (smax::detail::arch_available<xsimd::avx512bw>()) best = xsimd::avx512bw::name();
+#endif
+    EXPECT_EQ(name, best);
+  }
+}
+
+TEST(runtime, same_results_as_the_header_only_api) {
+  const auto x = random_row<float>(1234, 20.0, 0.0, 1);
+  std::vector<float> a(x.size()), b(x.size());
+  smax::runtime::softmax(x.data(), a.data(), x.size());
+  smax::softmax(x.data(), b.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(a[i], b[i], 2e-6f * b[i]);
+  smax::runtime::log_softmax(smax::two_pass, x.data(), a.data(), x.size());
+  smax::log_softmax(x.data(), b.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f);
+  std::vector<double> xd(x.begin(), x.end()), yd(x.size());
+  smax::runtime::softmax_rows(xd.data(), yd.data(), 2, 617, 617);
+  double s = 0;
+  for (std::size_t i = 0; i < 617; ++i) s += yd[i];
+  EXPECT_NEAR(s, 1.0, 1e-13);
+}
+
+}  // namespace

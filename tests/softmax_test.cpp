@@ -1,0 +1,290 @@
+// softmax (smax/softmax.hpp) on every compiled instruction set, float and double, every
+// algorithm: against the long-double reference on random and adversarial rows, at every length
+// around the vector width and unroll factor, and the edge-case policy E1-E8 of spec §0.2.
+
+#include <smax/smax.hpp>
+
+#include "test_support.hpp"
+
+namespace {
+
+using namespace smax_test;
+
+template <class C>
+class softmax_test : public ::testing::Test {};
+TYPED_TEST_SUITE(softmax_test, all_configs, config_names);
+
+constexpr bool forms[] = {false, true};  // softmax, log-softmax: both share these kernels
+
+TYPED_TEST(softmax_test, every_length_around_the_vector_width) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  // unroll 4: every n from 0 to 4·(width·4) + 1, each tail position and block count.
+  for (std::size_t n = 0; n <= 16 * TypeParam::width + 1; ++n) {
+    const auto x = random_row<T>(n, 20.0, 0.0, static_cast<unsigned>(n));
+    for (auto a : all_algorithms)
+      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x)));
+  }
+}
+
+TYPED_TEST(softmax_test, large_rows_spreads_and_offsets) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+    for (double spread : {20.0, 200.0})
+      for (double offset : {0.0, 1000.0, -1000.0}) {
+        if (n > 5000 && offset != 0.0) continue;  // offsets are about the subtraction, not n
+        const auto x = random_row<T>(n, spread, offset, static_cast<unsigned>(n + spread));
+        for (auto a : all_algorithms)
+          for (bool log : forms)
+            EXPECT_TRUE((matches_reference<TypeParam>(a, log, x)))
+                << "spread " << spread << ", offset " << offset;
+      }
+}
+
+// A masked entry (-inf) at every lane position: exactly 0 (-inf for log), excluded from the sum.
+TYPED_TEST(softmax_test, masked_entry_at_every_position) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t n = 4 * TypeParam::width + 3;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto x = random_row<T>(n, 10.0, 0.0, 7);
+    x[i] = -infinity<T>;
+    if (i + 1 < n) x[i + 1] = -infinity<T>;
+    for (auto a : all_algorithms)
+      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x))) << "masked at " << i;
+  }
+}
+
+// E4: all masked gives NaN, or 0 / -inf with zero_masked_rows. E5/E6: +inf or NaN anywhere gives
+// a NaN row, at every lane position.
+TYPED_TEST(softmax_test, all_masked_inf_and_nan_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (std::size_t n : {std::size_t(1), std::size_t(3), 4 * TypeParam::width + 5}) {
+    const std::vector<T> masked(n, -infinity<T>);
+    for (auto a : all_algorithms)
+      for (bool log : forms) {
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, masked)));
+        std::vector<T> y(n);
+        forward<TypeParam>(a, log, masked.data(), y.data(), n, T(1), true);
+        for (T v : y) EXPECT_EQ(v, log ? -infinity<T> : T(0));
+      }
+    for (T special : {infinity<T>, quiet_nan<T>})
+      for (std::size_t i = 0; i < n; ++i) {
+        auto x = random_row<T>(n, 10.0, 0.0, 3);
+        x[i] = special;
+        for (auto a : all_algorithms)
+          for (bool log : forms) {
+            std::vector<T> y(n);
+            forward<TypeParam>(a, log, x.data(), y.data(), n);
+            for (T v : y) EXPECT_TRUE(std::isnan(v)) << special << " at " << i << ", " << name_of(a);
+          }
+      }
+  }
+}
+
+// The spec's fixed inputs (§0.5), including E7's ±FLT_MAX and subnormals.
+TYPED_TEST(softmax_test, spec_inputs) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T big = std::numeric_limits<T>::max();
+  const T sub = std::numeric_limits<T>::denorm_min();
+  const std::vector<std::vector<T>> rows = {
+      {1, 2, 3},
+      {5, 5, 5, 5, 5},
+      {2, 2, 1, 1, 0},
+      {-3, -2, -1, -7},
+      {1000, -1000, 0},
+      {T(3e38), T(-3e38), T(1e38)},
+      {big, -big, big, -infinity<T>},
+      {-big, -big},
+      {sub, -sub, 0, T(1e-30)},
+      {T(4)},
+      {T(-4)},
+  };
+  for (auto const& x : rows)
+    for (auto a : all_algorithms)
+      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x)));
+  std::vector<T> y(3);
+  const std::vector<T> huge = {T(3e38), T(-3e38), T(1e38)};
+  for (auto a : all_algorithms) {
+    forward<TypeParam>(a, false, huge.data(), y.data(), 3);
+    EXPECT_EQ(y, (std::vector<T>{1, 0, 0})) << name_of(a);
+  }
+}
+
+TYPED_TEST(softmax_test, temperature) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (T t : {T(0.5), T(2), T(0.01), T(100)}) {
+    const auto x = random_row<T>(777, 20.0, 3.0, 11);
+    for (auto a : all_algorithms)
+      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "T = " << t;
+  }
+  // temp_huge_input: x/T computed first would overflow.
+  const std::vector<T> huge = {T(3e38), T(-3e38), T(2.9e38)};
+  for (auto a : all_algorithms)
+    for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, huge, T(0.5))));
+  // Invalid temperatures give a NaN row (the public API also asserts in debug builds).
+  for (T t : {T(0), T(-1), quiet_nan<T>, infinity<T>}) {
+    std::vector<T> y(5);
+    const std::vector<T> x = {1, 2, 3, 4, 5};
+    forward<TypeParam>(algorithm_id::automatic, false, x.data(), y.data(), 5, t);
+    for (T v : y) EXPECT_TRUE(std::isnan(v)) << "T = " << t;
+  }
+}
+
+// Spec §1(5): sum 1, range [0, 1], shift invariance, order preservation.
+TYPED_TEST(softmax_test, invariants) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t n = 1001;
+  auto x = random_row<T>(n, 16.0, 0.0, 5);
+  for (auto& v : x) v = std::round(v * T(1024)) / T(1024);  // on a 2^-10 grid, so x + 64 is exact
+  std::vector<T> y(n), y_shifted(n), x_shifted(n);
+  for (std::size_t i = 0; i < n; ++i) x_shifted[i] = x[i] + T(64);
+  for (auto a : all_algorithms) {
+    forward<TypeParam>(a, false, x.data(), y.data(), n);
+    forward<TypeParam>(a, false, x_shifted.data(), y_shifted.data(), n);
+    long double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sum += y[i];
+      EXPECT_GE(y[i], T(0));
+      EXPECT_LE(y[i], T(1));
+      EXPECT_NEAR(y[i], y_shifted[i], 2 * softmax_rtol<T> * y[i]);
+    }
+    EXPECT_NEAR(static_cast<double>(sum), 1.0, n * std::numeric_limits<T>::epsilon());
+    for (std::size_t i = 1; i < n; ++i)
+      if (x[i] > x[i - 1]) EXPECT_GE(y[i], y[i - 1]);
+  }
+}
+
+// The sum of a 16M-element row stays within 1e-5 of 1 (the anchors, summing in float lanes, reach
+// 1e-3): blocked summation.
+TYPED_TEST(softmax_test, sum_of_a_16m_row) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  if (sizeof(T) != 4) return;  // double has 2^29 times the headroom
+  const std::size_t n = std::size_t(1) << 24;
+  const auto x = random_row<T>(n, 20.0, 0.0, 99);
+  std::vector<T> y(n);
+  for (auto a : all_algorithms) {
+    forward<TypeParam>(a, false, x.data(), y.data(), n);
+    long double sum = 0;
+    for (T v : y) sum += v;
+    EXPECT_LE(std::fabs(static_cast<double>(sum) - 1.0), 1e-5) << name_of(a);
+  }
+}
+
+TYPED_TEST(softmax_test, rows_with_leading_dimension_and_in_place) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5, cols = 37, ld = 40;
+  auto x = random_row<T>(rows * ld, 20.0, 0.0, 21);
+  for (bool log : forms) {
+    std::vector<T> y(rows * ld, T(-7));
+    TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, cols, T(1),
+                              log ? smax::kernels::flag_log : 0u, algorithm_id::automatic);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<T> row(x.begin() + r * ld, x.begin() + r * ld + cols), expected(cols);
+      forward<TypeParam>(algorithm_id::automatic, log, row.data(), expected.data(), cols);
+      for (std::size_t c = 0; c < cols; ++c) EXPECT_EQ(y[r * ld + c], expected[c]);
+      for (std::size_t c = cols; c < ld; ++c) EXPECT_EQ(y[r * ld + c], T(-7)) << "padding written";
+    }
+    for (auto a : all_algorithms) {  // in place gives the same bits as out of place
+      auto inplace = x;
+      std::vector<T> out(x.size());
+      forward<TypeParam>(a, log, x.data(), out.data(), x.size());
+      forward<TypeParam>(a, log, inplace.data(), inplace.data(), inplace.size());
+      EXPECT_EQ(inplace, out) << name_of(a);
+    }
+  }
+}
+
+// Backward: against central finite differences of the long-double reference (small rows) and
+// against the reference VJP (long rows); masked entries get 0; sum(dx) = 0.
+TYPED_TEST(softmax_test, backward) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double tol = sizeof(T) == 4 ? 2e-6 : 1e-12;
+  for (T temperature : {T(1), T(0.7)})
+    for (std::size_t n : {std::size_t(1), std::size_t(7), 2 * TypeParam::width + 1, std::size_t(40)}) {
+      auto x = random_row<T>(n, 6.0, 0.0, static_cast<unsigned>(n));
+      if (n > 3) x[2] = -infinity<T>;
+      const auto dy = random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 1));
+      for (bool log : forms) {
+        std::vector<T> y(n), dx(n);
+        forward<TypeParam>(algorithm_id::automatic, log, x.data(), y.data(), n, temperature);
+        TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, temperature,
+                                   log ? smax::kernels::flag_log : 0u);
+        // L(x) = <dy, f(x)>; dL/dx_i by central differences in long double.
+        const smax::reference::options o{temperature, false};
+        for (std::size_t i = 0; i < n; ++i) {
+          if (x[i] == -infinity<T>) {
+            EXPECT_EQ(dx[i], log ? dy[i] / temperature : T(0));
+            continue;
+          }
+          const long double h = 1e-5L;
+          std::vector<long double> xp(x.begin(), x.end()), xm(x.begin(), x.end());
+          xp[i] += h;
+          xm[i] -= h;
+          const auto fp = smax::reference::softmax(xp.data(), n, log, o);
+          const auto fm = smax::reference::softmax(xm.data(), n, log, o);
+          long double d = 0;
+          for (std::size_t j = 0; j < n; ++j) d += dy[j] * (fp[j] - fm[j]) / (2 * h);
+          EXPECT_NEAR(dx[i], static_cast<double>(d), tol * (1 + std::fabs(static_cast<double>(d))))
+              << "i = " << i << ", n = " << n << (log ? ", log" : "");
+        }
+      }
+    }
+  const std::size_t n = 100003;
+  const auto x = random_row<T>(n, 20.0, 0.0, 8);
+  const auto dy = random_row<T>(n, 2.0, 0.0, 9);
+  for (bool log : forms) {
+    std::vector<T> y(n), dx(n);
+    forward<TypeParam>(algorithm_id::automatic, log, x.data(), y.data(), n);
+    TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, T(1),
+                               log ? smax::kernels::flag_log : 0u);
+    const std::vector<long double> yl(y.begin(), y.end()), dyl(dy.begin(), dy.end());
+    const auto ref = smax::reference::backward(yl, dyl, log);
+    long double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sum += dx[i];
+      ASSERT_NEAR(dx[i], static_cast<double>(ref[i]), tol * (1e-3 + std::fabs(static_cast<double>(ref[i]))))
+          << "i = " << i << (log ? ", log" : "");
+    }
+    if (!log) EXPECT_NEAR(static_cast<double>(sum), 0.0, 1e-6);
+  }
+}
+
+// The public, header-only API: every overload, both types, n = 0, in place.
+TEST(softmax_api, overloads) {
+  std::vector<float> x = {1, 2, 3, -HUGE_VALF}, y(4);
+  smax::softmax(x.data(), y.data(), x.size());
+  EXPECT_NEAR(y[2], 0.66524096f, 1e-7f);
+  EXPECT_EQ(y[3], 0.0f);
+  for (auto run : {+[](const float* a, float* b, std::size_t n) { smax::softmax(smax::three_pass, a, b, n); },
+                   +[](const float* a, float* b, std::size_t n) { smax::softmax(smax::online, a, b, n); },
+                   +[](const float* a, float* b, std::size_t n) { smax::softmax(smax::two_pass, a, b, n); }}) {
+    std::vector<float> z(4);
+    run(x.data(), z.data(), 4);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(z[i], y[i], 1e-7f);
+  }
+  std::vector<double> xd = {1, 2, 3}, yd(3);
+  smax::softmax(xd.data(), yd.data(), 3, {2.0, false});
+  EXPECT_NEAR(yd[2], std::exp(1.5) / (std::exp(0.5) + std::exp(1.0) + std::exp(1.5)), 1e-15);
+  smax::softmax(x.data(), x.data(), 3);  // in place
+  EXPECT_NEAR(x[2], 0.66524096f, 1e-7f);
+  smax::softmax(static_cast<const float*>(nullptr), static_cast<float*>(nullptr), 0);  // E1
+  std::vector<float> m(6, 0.f), my(6);
+  m[3] = m[4] = -HUGE_VALF;
+  smax::softmax_rows(m.data(), my.data(), 2, 2, 3, {1.0, true});
+  EXPECT_EQ(my[0], 0.5f);
+  EXPECT_EQ(my[3], 0.0f);  // row 1 is [-inf, -inf]: a zero row with zero_masked_rows
+  std::vector<float> dy = {1, 0, 0}, dx(3);
+  smax::softmax_backward(y.data(), dy.data(), dx.data(), 3);
+  EXPECT_NEAR(dx[0], y[0] * (1 - y[0]), 1e-7f);
+}
+
+}  // namespace

@@ -1,0 +1,173 @@
+#pragma once
+// Shared by the tests: the instruction sets compiled into this binary as GoogleTest types, row
+// generators, and the comparison rule of spec §0.5.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstddef>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <smax/kernels/table.hpp>
+#include <smax/reference/softmax.hpp>
+
+namespace smax_test {
+
+// One instruction set A and one element type T.
+template <class A, class T>
+struct config {
+  using arch = A;
+  using value_type = T;
+  using table = smax::kernels::table<A>;
+  // Lanes per register, without instantiating a batch this translation unit cannot compile.
+  static constexpr std::size_t width = A::alignment() / sizeof(T);
+};
+
+template <class... As>
+struct configs_of;
+template <class... As>
+struct configs_of<void, As...> {  // void leads the list so every entry can start with a comma
+  using type = ::testing::Types<config<As, float>..., config<As, double>...>;
+  using floats = ::testing::Types<config<As, float>...>;
+  using doubles = ::testing::Types<config<As, double>...>;
+};
+
+// Instruction sets compiled in by smax_enable_dispatch(smax_tests), best first.
+using compiled = configs_of<void
+#if defined(SMAX_DISPATCH_AVX512BW)
+                            , xsimd::avx512bw
+#endif
+#if defined(SMAX_DISPATCH_AVX2)
+                            , xsimd::fma3<xsimd::avx2>
+#endif
+#if defined(SMAX_DISPATCH_NEON64)
+                            , xsimd::neon64
+#endif
+#if defined(SMAX_DISPATCH_SSE2)
+                            , xsimd::sse2
+#endif
+                            >;
+using all_configs = compiled::type;
+
+struct config_names {
+  template <class C>
+  static std::string GetName(int) {
+    return std::string(C::arch::name()) + (sizeof(typename C::value_type) == 4 ? "_f32" : "_f64");
+  }
+};
+
+// Skips (never silently passes) an instruction set this CPU lacks.
+#define SMAX_SKIP_IF_UNAVAILABLE(C)                                                      \
+  if (!smax::detail::arch_available<typename C::arch>())                                 \
+  GTEST_SKIP() << C::arch::name() << " is not supported by this CPU"
+
+// Every stride-th input of an exhaustive sweep (1 = all; the sanitizer job samples).
+inline std::size_t exhaustive_stride() {
+  const char* s = std::getenv("SMAX_TEST_EXHAUSTIVE_STRIDE");
+  const long v = s ? std::atol(s) : 1;
+  return v > 0 ? static_cast<std::size_t>(v) : 1;
+}
+
+template <class T>
+constexpr T infinity = std::numeric_limits<T>::infinity();
+template <class T>
+constexpr T quiet_nan = std::numeric_limits<T>::quiet_NaN();
+
+// A random row: uniform on [offset - spread/2, offset + spread/2].
+template <class T>
+std::vector<T> random_row(std::size_t n, double spread, double offset, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(offset - spread / 2, offset + spread / 2);
+  std::vector<T> x(n);
+  for (auto& v : x) v = static_cast<T>(u(rng));
+  return x;
+}
+
+// Relative tolerance of softmax at T = 1 (softmax.hpp states the same bounds).
+template <class T>
+constexpr double softmax_rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
+
+// Spec §0.5: expected rounded to T; NaN matches NaN, infinities and exact zeros (masked entries)
+// match exactly; otherwise |got - expected| <= atol + rtol·|expected|. Outputs below the smallest
+// normal number may be flushed (E8), hence atol = that number for probabilities.
+// exact_zeros: an expected 0 must be exactly 0 (masked probabilities); off for the log domain,
+// where 0 is an ordinary value.
+template <class T>
+::testing::AssertionResult matches(T got, long double expected, double rtol, double atol,
+                                   std::size_t index, bool exact_zeros = true) {
+  const T e = static_cast<T>(expected);
+  if (std::isnan(e)) {
+    if (std::isnan(got)) return ::testing::AssertionSuccess();
+  } else if (std::isinf(e) || (exact_zeros && expected == 0.0L)) {
+    if (got == e) return ::testing::AssertionSuccess();
+  } else if (std::fabs(static_cast<long double>(got) - expected) <=
+             atol + rtol * std::fabs(expected)) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "at " << index << ": got " << got << ", expected " << static_cast<double>(expected)
+         << " (rel err " << static_cast<double>(std::fabs((got - expected) / expected)) << ")";
+}
+
+using smax::kernels::algorithm_id;
+constexpr algorithm_id all_algorithms[] = {algorithm_id::three_pass, algorithm_id::online,
+                                           algorithm_id::two_pass, algorithm_id::automatic};
+inline const char* name_of(algorithm_id a) {
+  switch (a) {
+    case algorithm_id::three_pass: return "three_pass";
+    case algorithm_id::online: return "online";
+    case algorithm_id::two_pass: return "two_pass";
+    default: return "automatic";
+  }
+}
+
+// Runs the forward kernel of configuration C on one row.
+template <class C, class T>
+void forward(algorithm_id algorithm, bool log, const T* x, T* y, std::size_t n, T temperature = 1,
+             bool zero_masked_rows = false) {
+  const unsigned flags = (log ? smax::kernels::flag_log : 0u) |
+                         (zero_masked_rows ? smax::kernels::flag_zero_masked_rows : 0u);
+  C::table::forward(x, n, y, n, 1, n, temperature, flags, algorithm);
+}
+
+// Checks one row against the long-double reference with the bounds the public doc comments
+// state: softmax relative 1e-6 (float) / 1e-14 (double) for outputs >= the smallest normal, plus
+// |x - m|/T·2^-22 when T != 1; log-softmax |error| <= 2^-22·(|z| + 1 + log n) (float) /
+// 1e-14·(|z| + 1 + log n) (double). Reports the first mismatch and how many there were.
+template <class C, class T>
+::testing::AssertionResult matches_reference(algorithm_id algorithm, bool log,
+                                             std::vector<T> const& x, T temperature = 1,
+                                             bool zero_masked_rows = false) {
+  const std::size_t n = x.size();
+  std::vector<T> y(n + 1, T(-7));  // one guard element past the end
+  forward<C>(algorithm, log, x.data(), y.data(), n, temperature, zero_masked_rows);
+  if (y[n] != T(-7)) return ::testing::AssertionFailure() << "wrote past the end";
+  const auto ref = smax::reference::softmax(x.data(), n, log,
+                                            {static_cast<long double>(temperature), zero_masked_rows});
+  long double m = -HUGE_VALL;
+  for (T v : x) m = v > m ? v : m;
+  const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : 1e-14;
+  const double tiny = std::numeric_limits<T>::min();
+  std::size_t failures = 0;
+  ::testing::AssertionResult first = ::testing::AssertionSuccess();
+  for (std::size_t i = 0; i < n; ++i) {
+    ::testing::AssertionResult r = ::testing::AssertionSuccess();
+    if (log) {
+      const double bound = eps * (std::fabs(static_cast<double>(ref[i])) + 1 + std::log(double(n)));
+      r = matches(y[i], ref[i], 0.0, bound, i, false);
+    } else {
+      const double spread = temperature == T(1) ? 0.0 : static_cast<double>((m - x[i]) / temperature);
+      r = matches(y[i], ref[i], softmax_rtol<T> + eps * (std::isfinite(spread) ? spread : 0.0), tiny, i);
+    }
+    if (!r && failures++ == 0) first = r;
+  }
+  if (failures == 0) return ::testing::AssertionSuccess();
+  return first << " [" << failures << " of " << n << " outputs out of bound; " << name_of(algorithm)
+               << (log ? ", log" : "") << ", n = " << n << "]";
+}
+
+}  // namespace smax_test
