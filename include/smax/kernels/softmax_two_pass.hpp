@@ -5,8 +5,12 @@
 //
 // Domain: the decomposition is exact while k·ln2 reduces exactly, |u| <= 2^23 with a fused
 // multiply-add and |u| <= 1024 without one (k·ln2_lo is then rounded). A row outside it (or
-// holding +inf) is computed by the three-pass kernel instead, as spec §5 prescribes. Masked
-// entries (-inf) contribute nothing (XNNPACK's kernel would give NaN).
+// holding +inf) is computed by the three-pass kernel instead, as spec §5 prescribes; so is
+// T != 1 without a fused multiply-add, and float log-softmax with sum exponent |E| >= 2^14.
+// Masked entries (-inf) contribute nothing (XNNPACK's kernel would give NaN).
+//
+// Accuracy: as three-pass for softmax; log-softmax z within 2^-22·(|z| + 1 + log n), but with
+// no max subtracted an exactly-0 output (n = 1, or one dominant entry) comes out as ~1e-8.
 
 #include <cmath>
 #include <cstdint>
@@ -82,6 +86,19 @@ struct two_pass_input {
     u = x * inv;
     u_err = smax::detail::mul_sub(x, inv, u);
   }
+};
+
+// ln 2 = ln2_hi + ln2_lo with ln2_hi short enough that E·ln2_hi is exact for |E| < max_exponent.
+template <class T> struct log_constants;
+template <> struct log_constants<float> {
+  static constexpr float ln2_hi = 0.693359375f;  // 10 significant bits
+  static constexpr double ln2_lo = -2.12194440054690582e-4;
+  static constexpr double max_exponent = 16384.0;
+};
+template <> struct log_constants<double> {
+  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 21 significant bits
+  static constexpr double ln2_lo = 1.90821492927058770002e-10;
+  static constexpr double max_exponent = 2147483648.0;
 };
 
 // Per-lane accumulator of pass 1.
@@ -213,16 +230,20 @@ inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p
   const T exponent = static_cast<T>(total.exponent);
 
   if (p.log) {
-    // z = u - (E·ln2 + log V), with the constant split in two floats so the subtraction is exact
-    // to the last bit of the result.
-    const double log_sum = total.exponent * 0.69314718055994530942 + ::log(total.value);
-    const T hi = static_cast<T>(log_sum);
-    const batch log_hi(hi), log_lo(static_cast<T>(log_sum - static_cast<double>(hi)));
+    // z = u - (E·ln2 + log V) = (u - E·ln2_hi) - (E·ln2_lo + log V): E·ln2_hi is exact in T and
+    // close to u, so the only roundings are those of the small second term and of z.
+    using lc = log_constants<T>;
+    if (!(total.exponent < lc::max_exponent && total.exponent > -lc::max_exponent)) {
+      three_pass_row<A, T, Scaled>(x, y, n, p);  // E·ln2_hi would not be exact
+      return;
+    }
+    const batch c1(static_cast<T>(exponent * lc::ln2_hi));
+    const batch c2(static_cast<T>(total.exponent * lc::ln2_lo + ::log(total.value)));
     primitives::map<A>(x, y, n, [&](batch const& v) {
       batch a, a_err;
       input(v, a, a_err);
       // A masked entry has a = -inf and a NaN product error: it stays -inf.
-      return xsimd::select(a == batch(-inf), a, ((a - log_hi) - log_lo) + a_err);
+      return xsimd::select(a == batch(-inf), a, ((a - c1) - c2) + a_err);
     });
     return;
   }
