@@ -103,16 +103,16 @@ inline xsimd::batch<T, A> mul_sub(xsimd::batch<T, A> const& a, xsimd::batch<T, A
   return mul_add(a, b, -c);
 }
 
-// Horizontal reductions through memory: 8.1 has no reduce_max, and these run once per row or
-// block, so a store and a short loop cost nothing measurable and behave the same on every version.
+// Horizontal reductions through memory, as a tree (depth log2(width), not width): 8.1 has no
+// reduce_max, and a short row pays for these on every call.
 template <class T, class A>
 inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);
-  T m = lanes[0];
-  for (std::size_t i = 1; i < width; ++i) m = lanes[i] > m ? lanes[i] : m;
-  return m;
+  for (std::size_t w = width / 2; w > 0; w /= 2)
+    for (std::size_t i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
+  return lanes[0];
 }
 
 // Sums the lanes in double (for float) so the block partial sums lose nothing when folded.
@@ -121,9 +121,11 @@ inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);
-  double s = 0.0;
-  for (std::size_t i = 0; i < width; ++i) s += static_cast<double>(lanes[i]);
-  return s;
+  double sums[width];
+  for (std::size_t i = 0; i < width; ++i) sums[i] = static_cast<double>(lanes[i]);
+  for (std::size_t w = width / 2; w > 0; w /= 2)
+    for (std::size_t i = 0; i < w; ++i) sums[i] += sums[i + w];
+  return sums[0];
 }
 
 }  // namespace detail

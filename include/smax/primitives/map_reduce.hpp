@@ -8,9 +8,10 @@
 namespace smax {
 namespace primitives {
 
-// Elements per first-level block: each lane of each accumulator adds at most 16 values before
-// the block is folded into double, and the fold (a few adds per 512 elements) costs nothing.
-constexpr std::size_t sum_block = 512;
+// Elements per first-level block: each lane of each of the four accumulators adds at most 16
+// values before the block is folded into double, and the fold costs a few adds per block.
+template <class T, class A>
+constexpr std::size_t sum_block = 64 * xsimd::batch<T, A>::size;
 
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
 // `fill`, which f must map to 0. x == y is allowed.
@@ -21,7 +22,7 @@ inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f) noexc
   double total = 0.0;
   std::size_t i = 0;
   while (i + 4 * width <= n) {
-    const std::size_t block_end = n - i > sum_block ? i + sum_block : n;
+    const std::size_t block_end = n - i > sum_block<T, A> ? i + sum_block<T, A> : n;
     batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
     for (; i + 4 * width <= block_end; i += 4 * width) {
       const batch e0 = f(batch::load_unaligned(x + i));
@@ -84,7 +85,7 @@ inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f) noexcep
   double total = 0.0;
   std::size_t i = 0;
   while (i + 4 * width <= n) {
-    const std::size_t block_end = n - i > sum_block ? i + sum_block : n;
+    const std::size_t block_end = n - i > sum_block<T, A> ? i + sum_block<T, A> : n;
     batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
     for (; i + 4 * width <= block_end; i += 4 * width) {
       s0 += f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));

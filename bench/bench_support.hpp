@@ -1,0 +1,115 @@
+#pragma once
+// Shared by the benchmarks: input rows larger than the last-level cache when asked, a check of
+// every implementation against a double reference before it is timed, and the naming scheme
+// family/implementation/n (family/implementation/ROWSxCOLS for batches).
+
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace smax_bench {
+
+// Row lengths of the suite, and the batch shape.
+inline const std::vector<std::size_t> row_lengths = {16,     64,     256,     1000,     4096,
+                                                     32768,  262144, 4194304, 16777216};
+constexpr std::size_t batch_rows = 4096, batch_cols = 1024;
+
+inline std::size_t last_level_cache_bytes() {
+  long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t(32) << 20;
+}
+
+// Input and output buffers for rows of n floats. Rows too big for the cache rotate through
+// enough copies that the working set exceeds twice the last-level cache, so every call reads
+// from memory.
+struct buffers {
+  std::vector<std::vector<float>> x, y;
+  std::size_t next = 0;
+
+  buffers(std::size_t elements, bool out_of_cache) {
+    const std::size_t bytes = 2 * elements * sizeof(float);
+    std::size_t copies = 1;
+    if (out_of_cache) copies = (2 * last_level_cache_bytes()) / bytes + 1;
+    std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> u(-8.0f, 8.0f);  // PERFORMANCE.md's rows
+    x.resize(copies);
+    y.assign(copies, std::vector<float>(elements));
+    for (auto& v : x) {
+      v.resize(elements);
+      for (auto& e : v) e = u(rng);
+    }
+  }
+  std::size_t size() const { return x.size(); }
+  void advance() { next = next + 1 == x.size() ? 0 : next + 1; }
+  const float* in() const { return x[next].data(); }
+  float* out() { return y[next].data(); }
+};
+
+// Largest relative error (softmax) or absolute error (log-softmax) of y against a double
+// reference over rows × cols.
+inline double error_against_reference(const float* x, const float* y, std::size_t rows,
+                                      std::size_t cols, bool log) {
+  double worst = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    double m = -HUGE_VAL, s = 0;
+    for (std::size_t i = 0; i < cols; ++i) m = std::fmax(m, xr[i]);
+    for (std::size_t i = 0; i < cols; ++i) s += std::exp(xr[i] - m);
+    for (std::size_t i = 0; i < cols; ++i) {
+      const double e = log ? (xr[i] - m) - std::log(s) : std::exp(xr[i] - m) / s;
+      const double err = log ? std::fabs(y[r * cols + i] - e) : std::fabs(y[r * cols + i] - e) / e;
+      worst = std::fmax(worst, err);
+    }
+  }
+  return worst;
+}
+
+// run(x, y) computes rows × cols; the benchmark checks it once, then times it.
+using kernel = std::function<void(const float*, float*)>;
+
+inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t cols, bool log,
+                          kernel const& run) {
+  const std::size_t elements = rows * cols;
+  buffers b(elements, elements * sizeof(float) > last_level_cache_bytes() / 4);
+  run(b.in(), b.out());
+  const double err = error_against_reference(b.in(), b.out(), rows, cols, log);
+  if (!(err <= (log ? 1e-3 : 1e-3))) {
+    state.SkipWithError(("wrong result: error " + std::to_string(err)).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    run(b.in(), b.out());
+    benchmark::DoNotOptimize(b.out());
+    benchmark::ClobberMemory();
+    b.advance();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
+  state.counters["max_error"] = err;
+}
+
+// Registers family/implementation/n for every row length, and family/implementation/4096x1024.
+// make(rows, cols) returns the kernel (so setup such as oneDNN's primitive is not timed).
+inline void register_family(const std::string& family, const std::string& implementation, bool log,
+                            std::function<kernel(std::size_t, std::size_t)> make, bool batch = true) {
+  auto add = [=](std::size_t rows, std::size_t cols, const std::string& label) {
+    benchmark::RegisterBenchmark((family + "/" + implementation + "/" + label).c_str(),
+                                 [=](benchmark::State& state) {
+                                   run_benchmark(state, rows, cols, log, make(rows, cols));
+                                 })
+        ->Unit(benchmark::kMicrosecond);
+  };
+  for (std::size_t n : row_lengths) add(1, n, std::to_string(n));
+  if (batch) add(batch_rows, batch_cols, std::to_string(batch_rows) + "x" + std::to_string(batch_cols));
+}
+
+}  // namespace smax_bench
