@@ -230,7 +230,9 @@ TYPED_TEST(eigen_test, blocks_write_only_the_block) {
     EXPECT_TRUE(bitwise_equal(big.block(1, 4, 5, 11), by_pointer_api<T>(o, source.block(2, 3, 5, 11))));
     for (Eigen::Index i = 0; i < big.rows(); ++i)
       for (Eigen::Index j = 0; j < big.cols(); ++j)
-        if (i < 1 || i >= 6 || j < 4 || j >= 15) EXPECT_TRUE(same_bits(big(i, j), guard<T>)) << i << "," << j;
+        if (i < 1 || i >= 6 || j < 4 || j >= 15) {
+          EXPECT_TRUE(same_bits(big(i, j), guard<T>)) << i << "," << j;
+        }
   }
 }
 

@@ -2,7 +2,9 @@
 // What every normalising row kernel shares: its parameters and the edge-case policy of spec §0.2
 // (E4 all masked, E5 +inf, E6 NaN), applied before any exponential is taken.
 
+#include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
+#include "../primitives/stream.hpp"
 
 namespace smax {
 namespace kernels {
@@ -43,7 +45,11 @@ inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
                               double log_sum) noexcept {
   using batch = xsimd::batch<T, A>;
   const batch m(max), inv(inv_t), neg_log_sum(static_cast<T>(-log_sum));
-  primitives::map<A>(x, y, n, [&](batch const& v) { return smax::detail::mul_add(v - m, inv, neg_log_sum); });
+  auto z = [&](batch const& v) { return smax::detail::mul_add(v - m, inv, neg_log_sum); };
+  if (primitives::should_stream<A, T>(n))
+    primitives::map_streaming<A>(x, y, n, z);
+  else
+    primitives::map<A>(x, y, n, z);
 }
 
 }  // namespace kernels

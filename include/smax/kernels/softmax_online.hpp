@@ -10,6 +10,7 @@
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/stream.hpp"
 #include "row_policy.hpp"
 
 namespace smax {
@@ -59,7 +60,11 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
   }
   const primitives::exp_minus_max<A, T, Scaled> e(s.max, p.inv_temperature);
   const batch c(static_cast<T>(1.0 / s.sum));
-  primitives::map<A>(x, y, n, [&](batch const& v) { return e(v) * c; });
+  auto normalized = [&](batch const& v) { return e(v) * c; };
+  if (primitives::should_stream<A, T>(n))
+    primitives::map_streaming<A>(x, y, n, normalized);
+  else
+    primitives::map<A>(x, y, n, normalized);
 }
 
 template <class A, class T, bool Scaled>
