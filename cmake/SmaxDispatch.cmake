@@ -38,6 +38,10 @@ function(smax_enable_dispatch target)
       set(SMAX_DISPATCH_ARCH_TYPE "xsimd::avx512bw")
       # xsimd's avx512f kernels use DQ intrinsics (XSIMD.md §1.6): enable the whole Skylake-X set.
       set(flags "$<IF:${is_msvc},/arch:AVX512,-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx512vl;-mfma>")
+      # GCC before 12.3 warns about its own AVX-512 headers (GCC PR 105593).
+      if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 12.3)
+        string(APPEND flags "$<$<NOT:${is_msvc}>:;-Wno-uninitialized;-Wno-maybe-uninitialized>")
+      endif()
     elseif(arch STREQUAL "neon64")
       set(SMAX_DISPATCH_ARCH_TYPE "xsimd::neon64")
       set(flags "")

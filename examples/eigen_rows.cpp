@@ -14,7 +14,8 @@ int main() {
   // Attention scores: softmax over each row.
   RowMatrixXf scores = RowMatrixXf::Random(4, 6) * 5.0f, probs(4, 6);
   smax::softmax(scores, probs);
-  smax::log_softmax(smax::online, scores.middleRows(1, 2), probs.middleRows(1, 2));  // rows 1-2 as log
+  // Tags pick the algorithm; blocks and middleRows are views, written where they are.
+  smax::log_softmax(smax::online, scores.middleRows(1, 2), probs.middleRows(1, 2));
   smax::softmax(scores, scores);  // in place
 
   // A column-major matrix (Eigen's default) does not compile here: Eigen would copy it. Its

@@ -169,7 +169,8 @@ TYPED_TEST(eigen_test, algorithm_tags_match_the_pointer_api) {
   // Tag forms on blocks and transposes too.
   col_matrix<T> c = random_matrix<T>(45, 6, 4), out(45, 6);
   smax::softmax(smax::online, c.transpose(), out.transpose());
-  EXPECT_TRUE(bitwise_equal(out.transpose(), by_pointer_api<T>(smax::online, op::softmax, c.transpose())));
+  EXPECT_TRUE(bitwise_equal(out.transpose(),
+                            by_pointer_api<T>(smax::online, op::softmax, c.transpose())));
 }
 
 TYPED_TEST(eigen_test, options_and_edge_cases_match_the_pointer_api) {
@@ -227,7 +228,8 @@ TYPED_TEST(eigen_test, blocks_write_only_the_block) {
   for (op o : ops) {
     row_matrix<T> big = row_matrix<T>::Constant(10, 20, guard<T>);
     apply(o, source.block(2, 3, 5, 11), big.block(1, 4, 5, 11));
-    EXPECT_TRUE(bitwise_equal(big.block(1, 4, 5, 11), by_pointer_api<T>(o, source.block(2, 3, 5, 11))));
+    EXPECT_TRUE(bitwise_equal(big.block(1, 4, 5, 11),
+                              by_pointer_api<T>(o, source.block(2, 3, 5, 11))));
     for (Eigen::Index i = 0; i < big.rows(); ++i)
       for (Eigen::Index j = 0; j < big.cols(); ++j)
         if (i < 1 || i >= 6 || j < 4 || j >= 15) {
@@ -375,7 +377,8 @@ TYPED_TEST(eigen_test, backward_matches_the_pointer_api) {
     dy_big.block(1, 2, 6, 41) = dy;
     row_matrix<T> dx_big = row_matrix<T>::Constant(9, 41, guard<T>);
     smax::softmax_backward(ym, dy_big.block(1, 2, 6, 41), dx_big.middleRows(2, 6), opts);
-    EXPECT_TRUE(bitwise_equal(dx_big.middleRows(2, 6), backward_by_pointer_api<T>(op::softmax, y, dy, opts)));
+    EXPECT_TRUE(bitwise_equal(dx_big.middleRows(2, 6),
+                              backward_by_pointer_api<T>(op::softmax, y, dy, opts)));
     EXPECT_TRUE((dx_big.topRows(2).array() == guard<T>).all());
     EXPECT_TRUE((dx_big.bottomRows(1).array() == guard<T>).all());
 

@@ -156,7 +156,9 @@ TYPED_TEST(softmax_test, invariants) {
     }
     EXPECT_NEAR(static_cast<double>(sum), 1.0, n * std::numeric_limits<T>::epsilon());
     for (std::size_t i = 1; i < n; ++i)
-      if (x[i] > x[i - 1]) EXPECT_GE(y[i], y[i - 1]);
+      if (x[i] > x[i - 1]) {
+        EXPECT_GE(y[i], y[i - 1]);
+      }
   }
 }
 
@@ -266,7 +268,9 @@ TYPED_TEST(softmax_test, backward) {
       ASSERT_NEAR(dx[i], static_cast<double>(ref[i]), 16 * eps * static_cast<double>(terms))
           << "i = " << i << (log ? ", log" : "");
     }
-    if (!log) EXPECT_NEAR(static_cast<double>(sum), 0.0, 1e-6);
+    if (!log) {
+      EXPECT_NEAR(static_cast<double>(sum), 0.0, 1e-6);
+    }
   }
 }
 

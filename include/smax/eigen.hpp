@@ -3,7 +3,8 @@
 // rows of Eigen row-major matrices, Maps, Refs, blocks, transposes and arrays, without copies.
 // The only smax header that includes Eigen.
 //
-//   Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> logits(rows, cols), p(rows, cols);
+//   using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+//   RowMatrixXf logits(rows, cols), p(rows, cols);
 //   smax::softmax(logits, p);                          // each row of p sums to 1
 //   smax::softmax(smax::online, logits.middleRows(8, 4), p.middleRows(8, 4));
 //   Eigen::MatrixXf c(n, m), q(n, m);                  // column-major
@@ -187,7 +188,8 @@ inline void forward(X const& x, Y& y, bool log, softmax_options const& opts,
   if constexpr (ok) {
     SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
     if (!same_shape(x, y)) return fill_nan(y);
-    const auto rows = static_cast<std::size_t>(x.rows()), cols = static_cast<std::size_t>(x.cols());
+    const auto rows = static_cast<std::size_t>(x.rows());
+    const auto cols = static_cast<std::size_t>(x.cols());
     const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
     SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
                 "smax/eigen.hpp: x and y overlap without being the same matrix");
@@ -206,7 +208,8 @@ inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
     SMAX_ASSERT(same_shape(y, dy) && same_shape(y, dx) &&
                 "smax/eigen.hpp: y, dy and dx must have the same shape");
     if (!same_shape(y, dy) || !same_shape(y, dx)) return fill_nan(dx);
-    const auto rows = static_cast<std::size_t>(y.rows()), cols = static_cast<std::size_t>(y.cols());
+    const auto rows = static_cast<std::size_t>(y.rows());
+    const auto cols = static_cast<std::size_t>(y.cols());
     const std::size_t ldy = leading_dimension(y), lddy = leading_dimension(dy),
                       lddx = leading_dimension(dx);
     SMAX_ASSERT(!partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
@@ -228,7 +231,8 @@ inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
 // copied; a column-major x or y does not compile -- pass .transpose() for the softmax over columns.
 // y has x's shape; y may be x itself (in place) but must not partially overlap it.
 template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void softmax(Eigen::DenseBase<X> const& x, Y&& y, softmax_options const& opts = {}) noexcept {
+inline void softmax(Eigen::DenseBase<X> const& x, Y&& y,
+                    softmax_options const& opts = {}) noexcept {
   eigen_detail::forward(x.derived(), y, false, opts, kernels::algorithm_id::automatic);
 }
 
@@ -269,8 +273,8 @@ inline auto log_softmax(Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y
 // three for softmax taken over columns). dx may be y or dy itself, but must not partially overlap
 // either.
 template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void softmax_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy, DX&& dx,
-                             softmax_options const& opts = {}) noexcept {
+inline void softmax_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
+                             DX&& dx, softmax_options const& opts = {}) noexcept {
   eigen_detail::backward(y.derived(), dy.derived(), dx, false, opts);
 }
 

@@ -18,7 +18,8 @@ int main() {
   float buf[64] = {};
   (void)x, (void)y, (void)cy, (void)c, (void)buf;
 #if SMAX_CASE == 0  // control: a const input, a writable Map output, arrays
-  smax::softmax(cy, Eigen::Map<row_matrix, 0, Eigen::OuterStride<>>(buf, 4, 8, Eigen::OuterStride<>(16)));
+  using strided = Eigen::Map<row_matrix, 0, Eigen::OuterStride<>>;
+  smax::softmax(cy, strided(buf, 4, 8, Eigen::OuterStride<>(16)));
   smax::log_softmax(x.array(), y.array());
   smax::log_softmax_backward(x, cy, y.middleRows(0, 4));
 #elif SMAX_CASE == 1  // const output

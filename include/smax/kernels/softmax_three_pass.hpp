@@ -21,7 +21,7 @@ inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) n
   constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
   const std::size_t full = n / width, tail = n % width;
-  batch v[4];
+  batch v[4] = {batch(neg_inf), batch(neg_inf), batch(neg_inf), batch(neg_inf)};
   for (std::size_t j = 0; j < full; ++j) v[j] = batch::load_unaligned(x + j * width);
   if (tail) v[full] = primitives::load_partial<A>(x + full * width, tail, neg_inf);
   const std::size_t count = full + (tail != 0);

@@ -233,7 +233,7 @@ inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p
     // z = u - (E·ln2 + log V) = (u - E·ln2_hi) - (E·ln2_lo + log V): E·ln2_hi is exact in T and
     // close to u, so the only roundings are those of the small second term and of z.
     using lc = log_constants<T>;
-    if (!(total.exponent < lc::max_exponent && total.exponent > -lc::max_exponent)) {
+    if (!((total.exponent) < lc::max_exponent && (total.exponent) > -lc::max_exponent)) {
       three_pass_row<A, T, Scaled>(x, y, n, p);  // E·ln2_hi would not be exact
       return;
     }
