@@ -13,10 +13,19 @@ namespace primitives {
 template <class T, class A>
 constexpr std::size_t sum_block = 64 * xsimd::batch<T, A>::size;
 
+// Asks for the cache lines of [p, p + bytes) to be loaded (a hint; never faults).
+template <class A>
+inline void prefetch(const void* p, std::size_t bytes) noexcept {
+  for (std::size_t k = 0; k < bytes; k += 64) __builtin_prefetch(static_cast<const char*>(p) + k, 0, 3);
+}
+
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
-// `fill`, which f must map to 0. x == y is allowed.
+// `fill`, which f must map to 0. x == y is allowed. With prefetch_distance > 0 every iteration
+// also asks for the lines prefetch_distance elements ahead, so a compute-bound pass over cached
+// data can pull in the next block meanwhile (the caller guarantees nothing; it is a hint).
 template <class A, bool Store, class T, class F>
-inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f) noexcept {
+inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
+                      std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   double total = 0.0;
@@ -25,6 +34,7 @@ inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f) noexc
     const std::size_t block_end = n - i > sum_block<T, A> ? i + sum_block<T, A> : n;
     batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
     for (; i + 4 * width <= block_end; i += 4 * width) {
+      if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
       const batch e0 = f(batch::load_unaligned(x + i));
       const batch e1 = f(batch::load_unaligned(x + i + width));
       const batch e2 = f(batch::load_unaligned(x + i + 2 * width));
@@ -56,13 +66,15 @@ inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f) noexc
   return total + detail::horizontal_sum(s);
 }
 
-// y[i] = f(x[i]) for i < n; x == y is allowed.
+// y[i] = f(x[i]) for i < n; x == y is allowed. prefetch_distance as for map_sum.
 template <class A, class T, class F>
-inline void map(const T* x, T* y, std::size_t n, F const& f) noexcept {
+inline void map(const T* x, T* y, std::size_t n, F const& f,
+                std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   std::size_t i = 0;
   for (; i + 4 * width <= n; i += 4 * width) {
+    if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
     const batch v0 = batch::load_unaligned(x + i);
     const batch v1 = batch::load_unaligned(x + i + width);
     const batch v2 = batch::load_unaligned(x + i + 2 * width);

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "map_reduce.hpp"
 #include "partial.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,7 +56,8 @@ inline void store_streaming(T* p, xsimd::batch<T, A> const& v) noexcept {
 // y[i] = f(x[i]) for i < n with streaming stores: plain stores up to the first aligned element of
 // y, then aligned streaming stores, then the tail; a fence makes the stores visible in order.
 template <class A, class T, class F>
-inline void map_streaming(const T* x, T* y, std::size_t n, F const& f) noexcept {
+inline void map_streaming(const T* x, T* y, std::size_t n, F const& f,
+                          std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   constexpr std::size_t bytes = sizeof(batch);
@@ -68,6 +70,7 @@ inline void map_streaming(const T* x, T* y, std::size_t n, F const& f) noexcept 
   }
   if (reinterpret_cast<std::uintptr_t>(y + i) % bytes == 0) {
     for (; i + 2 * width <= n; i += 2 * width) {
+      if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 2 * width * sizeof(T));
       store_streaming<A>(y + i, f(batch::load_unaligned(x + i)));
       store_streaming<A>(y + i + width, f(batch::load_unaligned(x + i + width)));
     }
