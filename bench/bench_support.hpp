@@ -17,10 +17,14 @@
 
 namespace smax_bench {
 
-// Row lengths of the suite, and the batch shape.
+// Row lengths of the suite (one row per call), and the batches: 4096×1024, and short attention
+// rows (16, 64, 256 columns, 256K elements each, so the batch stays in L2).
 inline const std::vector<std::size_t> row_lengths = {16,     64,     256,     1000,     4096,
                                                      32768,  262144, 4194304, 16777216};
-constexpr std::size_t batch_rows = 4096, batch_cols = 1024;
+struct batch_shape {
+  std::size_t rows, cols;
+};
+inline const std::vector<batch_shape> batch_shapes = {{4096, 1024}, {16384, 16}, {4096, 64}, {1024, 256}};
 
 inline std::size_t last_level_cache_bytes() {
   long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -97,7 +101,8 @@ inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t
   state.counters["max_error"] = err;
 }
 
-// Registers family/implementation/n for every row length, and family/implementation/4096x1024.
+// Registers family/implementation/n for every row length, and family/implementation/RxC for
+// every batch shape.
 // make(rows, cols) returns the kernel (so setup such as oneDNN's primitive is not timed).
 inline void register_family(const std::string& family, const std::string& implementation, bool log,
                             std::function<kernel(std::size_t, std::size_t)> make, bool batch = true) {
@@ -109,7 +114,9 @@ inline void register_family(const std::string& family, const std::string& implem
         ->Unit(benchmark::kMicrosecond);
   };
   for (std::size_t n : row_lengths) add(1, n, std::to_string(n));
-  if (batch) add(batch_rows, batch_cols, std::to_string(batch_rows) + "x" + std::to_string(batch_cols));
+  if (batch)
+    for (auto shape : batch_shapes)
+      add(shape.rows, shape.cols, std::to_string(shape.rows) + "x" + std::to_string(shape.cols));
 }
 
 }  // namespace smax_bench

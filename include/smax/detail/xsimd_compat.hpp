@@ -103,10 +103,11 @@ inline xsimd::batch<T, A> mul_sub(xsimd::batch<T, A> const& a, xsimd::batch<T, A
   return mul_add(a, b, -c);
 }
 
-// Horizontal reductions through memory, as a tree (depth log2(width), not width): 8.1 has no
-// reduce_max, and a short row pays for these on every call.
+// Horizontal reductions. A short row pays for these on every call, so on x86 they stay in
+// registers (shuffles, no store-to-load round trip); elsewhere they go through memory as a tree
+// (depth log2(width)). xsimd 8.1 has no reduce_max, and its hadd is a float sum.
 template <class T, class A>
-inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
+inline T horizontal_max_memory(xsimd::batch<T, A> const& v) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);
@@ -115,9 +116,8 @@ inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
   return lanes[0];
 }
 
-// Sums the lanes in double (for float) so the block partial sums lose nothing when folded.
 template <class T, class A>
-inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
+inline double horizontal_sum_memory(xsimd::batch<T, A> const& v) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);
@@ -126,6 +126,100 @@ inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
   for (std::size_t w = width / 2; w > 0; w /= 2)
     for (std::size_t i = 0; i < w; ++i) sums[i] += sums[i + w];
   return sums[0];
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define SMAX_X86_REDUCTIONS 1
+}  // namespace detail
+}  // namespace smax
+#include <immintrin.h>  // every x86 intrinsic is declared whatever the flags; used per width
+namespace smax {
+namespace detail {
+// 128-bit steps shared by every x86 width (max ignores NaN like the kernels' flags expect).
+template <class A>
+inline __m128 max_lanes_128(__m128 m) noexcept {
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+}
+template <class A>
+inline __m128d max_lanes_128(__m128d m) noexcept {
+  return _mm_max_sd(m, _mm_unpackhi_pd(m, m));
+}
+template <class A>
+inline double sum_lanes_128(__m128d s) noexcept {
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+#endif
+
+// Largest lane (NaN lanes may or may not be ignored: callers flag NaN separately).
+template <class T, class A>
+inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
+#if defined(SMAX_X86_REDUCTIONS)
+  if constexpr (sizeof(T) == 4) {
+    if constexpr (sizeof(v) == 64) {
+      const __m512 x = v;
+      const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(x),
+                                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+      return _mm_cvtss_f32(max_lanes_128<A>(_mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))));
+    } else if constexpr (sizeof(v) == 32) {
+      const __m256 x = v;
+      return _mm_cvtss_f32(max_lanes_128<A>(_mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1))));
+    } else {
+      return _mm_cvtss_f32(max_lanes_128<A>(__m128(v)));
+    }
+  } else {
+    if constexpr (sizeof(v) == 64) {
+      const __m512d x = v;
+      const __m256d h = _mm256_max_pd(_mm512_castpd512_pd256(x), _mm512_extractf64x4_pd(x, 1));
+      return _mm_cvtsd_f64(max_lanes_128<A>(_mm_max_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1))));
+    } else if constexpr (sizeof(v) == 32) {
+      const __m256d x = v;
+      return _mm_cvtsd_f64(max_lanes_128<A>(_mm_max_pd(_mm256_castpd256_pd128(x), _mm256_extractf128_pd(x, 1))));
+    } else {
+      return _mm_cvtsd_f64(max_lanes_128<A>(__m128d(v)));
+    }
+  }
+#else
+  return horizontal_max_memory(v);
+#endif
+}
+
+// Sum of the lanes, in double (float lanes are widened first, so the block partial sums lose
+// nothing when folded).
+template <class T, class A>
+inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
+#if defined(SMAX_X86_REDUCTIONS)
+  if constexpr (sizeof(T) == 4) {
+    if constexpr (sizeof(v) == 64) {
+      const __m512 x = v;
+      const __m512d s = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(x)),
+                                      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))));
+      const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
+      return sum_lanes_128<A>(_mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1)));
+    } else if constexpr (sizeof(v) == 32) {
+      const __m256 x = v;
+      const __m256d s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x)),
+                                      _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+      return sum_lanes_128<A>(_mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1)));
+    } else {
+      const __m128 x = v;
+      return sum_lanes_128<A>(_mm_add_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(_mm_movehl_ps(x, x))));
+    }
+  } else {
+    if constexpr (sizeof(v) == 64) {
+      const __m512d x = v;
+      const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(x), _mm512_extractf64x4_pd(x, 1));
+      return sum_lanes_128<A>(_mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1)));
+    } else if constexpr (sizeof(v) == 32) {
+      const __m256d x = v;
+      return sum_lanes_128<A>(_mm_add_pd(_mm256_castpd256_pd128(x), _mm256_extractf128_pd(x, 1)));
+    } else {
+      return sum_lanes_128<A>(__m128d(v));
+    }
+  }
+#else
+  return horizontal_sum_memory(v);
+#endif
 }
 
 }  // namespace detail
