@@ -29,3 +29,28 @@ if(TARGET xsimd AND NOT TARGET xtl)
   endif()
 endif()
 set(SMAX_XSIMD_TARGET xsimd)
+
+# Eigen 3.4 for smax's own tests, examples and benchmarks (the library needs it only in
+# <smax/eigen.hpp>, which users include with their own Eigen): an existing Eigen3::Eigen target,
+# then the installed package, then the 3.4.0 release fetched as headers only (SOURCE_SUBDIR
+# names a directory without a CMakeLists.txt, so Eigen's own build is not configured).
+function(smax_find_eigen)
+  if(TARGET Eigen3::Eigen)
+    return()
+  endif()
+  find_package(Eigen3 3.4 CONFIG QUIET)
+  if(TARGET Eigen3::Eigen)
+    return()
+  endif()
+  include(FetchContent)
+  message(STATUS "smax: Eigen 3.4 not found, fetching Eigen 3.4.0 (headers only)")
+  FetchContent_Declare(smax_eigen
+    GIT_REPOSITORY https://gitlab.com/libeigen/eigen.git
+    GIT_TAG 3.4.0
+    GIT_SHALLOW TRUE
+    SOURCE_SUBDIR smax-headers-only)
+  FetchContent_MakeAvailable(smax_eigen)
+  add_library(smax_eigen_headers INTERFACE)
+  target_include_directories(smax_eigen_headers SYSTEM INTERFACE ${smax_eigen_SOURCE_DIR})
+  add_library(Eigen3::Eigen ALIAS smax_eigen_headers)
+endfunction()
