@@ -14,6 +14,9 @@ struct row_params {
   T inv_temperature;      // 1/T, finite and > 0 (checked by the caller)
   bool log;               // log-softmax instead of softmax
   bool zero_masked_rows;  // an all -inf row gives 0 (-inf for log) instead of NaN
+  // Elements from this row's start to the next row's, 0 for the last row: a batched kernel
+  // prefetches the next row while its exp pass keeps the core busy.
+  std::size_t next_row = 0;
 };
 
 template <class A, class T>

@@ -61,11 +61,11 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
   const primitives::exp_minus_max<A, T, Scaled> e(r.max, p.inv_temperature);
   const T neg_inf = -__builtin_huge_val();
   if (p.log) {
-    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e);
+    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e, p.next_row);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, ::log(s));
     return;
   }
-  const double s = primitives::map_sum<A, true>(x, y, n, neg_inf, e);
+  const double s = primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row);
   const batch c(static_cast<T>(1.0 / s));
   primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
 }

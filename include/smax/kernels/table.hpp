@@ -95,7 +95,13 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
       kernel = scaled ? &three_pass_row<A, T, true> : &three_pass_row<A, T, false>;
       break;
   }
-  for (std::size_t r = 0; r < rows; ++r) kernel(x + r * ldx, y + r * ldy, cols, p);
+  // Rows of at least 1 KiB prefetch the next row during their exp pass (a batch that does not
+  // fit in L2 would otherwise wait for each row's first pass).
+  row_params<T> q = p;
+  for (std::size_t r = 0; r < rows; ++r) {
+    q.next_row = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
+    kernel(x + r * ldx, y + r * ldy, cols, q);
+  }
 }
 
 template <class A, class T>
