@@ -52,6 +52,65 @@ inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) n
   if (tail) primitives::store_partial<A>(y + full * width, tail, v[full]);
 }
 
+// K short rows at once (same length, at most four registers each): the same arithmetic as
+// short_row, interleaved so that the latency chains of independent rows (horizontal max, exp,
+// horizontal sum, reciprocal) overlap. A group holding a special row (NaN, +inf, all masked)
+// goes row by row.
+template <class A, class T, bool Scaled, std::size_t K>
+inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
+                       row_params<T> const& p) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T neg_inf = -__builtin_huge_val();
+  const T inf = __builtin_huge_val();
+  const std::size_t full = n / width, tail = n % width;
+  const std::size_t count = full + (tail != 0);
+  batch v[K][4];
+  T max[K];
+  bool special = false;
+  for (std::size_t k = 0; k < K; ++k) {
+    const T* xk = x + k * ldx;
+    for (std::size_t j = 0; j < full; ++j) v[k][j] = batch::load_unaligned(xk + j * width);
+    if (tail) v[k][full] = primitives::load_partial<A>(xk + full * width, tail, neg_inf);
+    batch m = v[k][0];
+    auto has_nan = xsimd::isnan(v[k][0]);
+    for (std::size_t j = 1; j < count; ++j) {
+      m = xsimd::max(m, v[k][j]);
+      has_nan = has_nan | xsimd::isnan(v[k][j]);
+    }
+    max[k] = smax::detail::horizontal_max(m);
+    special = special || xsimd::any(has_nan) || max[k] == inf || max[k] == neg_inf;
+  }
+  if (special) {
+    for (std::size_t k = 0; k < K; ++k) short_row<A, T, Scaled>(x + k * ldx, y + k * ldy, n, p);
+    return;
+  }
+  batch s[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    const primitives::exp_minus_max<A, T, Scaled> e(max[k], p.inv_temperature);
+    s[k] = batch(T(0));
+    for (std::size_t j = 0; j < count; ++j) {
+      const batch t = e(v[k][j]);
+      s[k] += t;
+      if (!p.log) v[k][j] = t;
+    }
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    const double sum = smax::detail::horizontal_sum(s[k]);
+    if (p.log) {
+      const batch mb(max[k]), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
+      for (std::size_t j = 0; j < count; ++j)
+        v[k][j] = smax::detail::mul_add(v[k][j] - mb, inv, neg_log_sum);
+    } else {
+      const batch c(static_cast<T>(1.0 / sum));
+      for (std::size_t j = 0; j < count; ++j) v[k][j] *= c;
+    }
+    T* yk = y + k * ldy;
+    for (std::size_t j = 0; j < full; ++j) v[k][j].store_unaligned(yk + j * width);
+    if (tail) primitives::store_partial<A>(yk + full * width, tail, v[k][full]);
+  }
+}
+
 template <class A, class T, bool Scaled>
 inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;

@@ -95,10 +95,21 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
       kernel = scaled ? &three_pass_row<A, T, true> : &three_pass_row<A, T, false>;
       break;
   }
+  // Short rows go four at a time through the interleaved kernel (throughput, not latency).
+  std::size_t r = 0;
+  if (algorithm == algorithm_id::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
+    constexpr std::size_t group = 4;
+    for (; r + group <= rows; r += group) {
+      if (scaled)
+        short_rows<A, T, true, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+      else
+        short_rows<A, T, false, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+    }
+  }
   // Rows of at least 1 KiB prefetch the next row during their exp pass (a batch that does not
   // fit in L2 would otherwise wait for each row's first pass).
   row_params<T> q = p;
-  for (std::size_t r = 0; r < rows; ++r) {
+  for (; r < rows; ++r) {
     q.next_row = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
     kernel(x + r * ldx, y + r * ldy, cols, q);
   }
