@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/bench-release
-filter='^(softmax|log_softmax)/(smax|onednn|xnnpack|eigen|fast_math)/(16|256|1000|4096|32768|16777216|4096x1024|16384x16|4096x64)$|^roof/'
+filter='^(softmax|log_softmax)/(smax|smax_avx2|onednn|xnnpack|eigen|fast_math)/(16|256|1000|4096|32768|16777216|4096x1024|16384x16|4096x64)$|^roof/'
 min_time=(--benchmark_min_time=0.2)
 if [ "${1:-}" = "--full" ]; then
   filter='.*'
