@@ -8,15 +8,7 @@ build=${1:-build/tests-release}
 shift || true
 
 packages=(g++ cmake ninja-build git ca-certificates libxsimd-dev libeigen3-dev libgtest-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash cmake/install_debian_packages.sh "${packages[@]}"
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSMAX_BUILD_TESTS=ON -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=ON "$@"

@@ -1,4 +1,4 @@
-// A user's program with smax vendored with add_subdirectory: exits non-zero unless smax::softmax returns a
+// A user program for the add_subdirectory and FetchContent consumers: exits non-zero unless smax::softmax returns a
 // probability distribution.
 #include <smax/smax.hpp>
 
