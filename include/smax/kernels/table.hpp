@@ -83,7 +83,8 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
                                                          : algorithm_id::online;
   using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
   row_kernel kernel;
-  const bool scaled = p.inv_temperature != T(1);
+  // Decided on T, not on 1/T, so the choice does not wait for the division.
+  const bool scaled = temperature != T(1);
   switch (algorithm) {
     case algorithm_id::online:
       kernel = scaled ? &online_row<A, T, true> : &online_row<A, T, false>;
