@@ -9,6 +9,10 @@
 
 #include "../config.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>  // every x86 intrinsic is declared whatever the flags; used per width
+#endif
+
 namespace smax {
 namespace detail {
 
@@ -130,11 +134,6 @@ inline double horizontal_sum_memory(xsimd::batch<T, A> const& v) noexcept {
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define SMAX_X86_REDUCTIONS 1
-}  // namespace detail
-}  // namespace smax
-#include <immintrin.h>  // every x86 intrinsic is declared whatever the flags; used per width
-namespace smax {
-namespace detail {
 // 128-bit steps shared by every x86 width (max ignores NaN like the kernels' flags expect).
 template <class A>
 inline __m128 max_lanes_128(__m128 m) noexcept {
