@@ -15,8 +15,10 @@ if [ "${1:-}" = "--full" ]; then
   shift
 fi
 
+# oneDNN's CMake config needs the OpenCL headers and loader library (Debian builds it with the
+# OpenCL GPU runtime), and xnnpack.h includes pthreadpool.h.
 packages=(g++ cmake ninja-build libxsimd-dev libeigen3-dev libbenchmark-dev libdnnl-dev
-          libxnnpack-dev libpthreadpool-dev python3-matplotlib)
+          ocl-icd-opencl-dev opencl-c-headers libxnnpack-dev libpthreadpool-dev python3-matplotlib)
 bash cmake/install_debian_packages.sh "${packages[@]}"
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
