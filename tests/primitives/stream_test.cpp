@@ -27,12 +27,15 @@ TEST(streaming_stores, every_alignment_and_length) {
     }
 }
 
-TEST(streaming_stores, only_past_the_last_level_cache) {
+TEST(streaming_stores, only_past_the_threshold) {
   using A = xsimd::default_arch;
-  EXPECT_FALSE((smax::primitives::should_stream<A, float>(1 << 20)));
-  const std::size_t llc = smax::primitives::last_level_cache_bytes<A>();
-  EXPECT_GT(llc, 0u);
-  EXPECT_TRUE((smax::primitives::should_stream<A, float>(2 * llc / sizeof(float) + (std::size_t(4) << 20))));
+  const std::size_t threshold = smax::primitives::streaming_min_bytes<A>();
+  if (std::getenv("SMAX_STREAMING_MIN_BYTES") == nullptr) {
+    EXPECT_GE(threshold, std::size_t(4) << 20);
+    EXPECT_GE(threshold, smax::primitives::last_level_cache_bytes<A>());
+  }
+  EXPECT_FALSE((smax::primitives::should_stream<A, float>(threshold / sizeof(float))));
+  EXPECT_TRUE((smax::primitives::should_stream<A, float>(threshold / sizeof(float) + 1)));
 }
 
 }  // namespace

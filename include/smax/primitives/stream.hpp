@@ -2,8 +2,9 @@
 // Non-temporal (streaming) stores for rows larger than the last-level cache: writing y without
 // first reading its lines into the cache saves a third of the memory traffic of a pass that
 // reads x and writes y. On rows that fit in the cache they are several times slower than plain
-// stores (the next reader misses), so the kernels use them only past last_level_cache_bytes().
+// stores (the next reader misses), so the kernels use them only past streaming_min_bytes().
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "map_reduce.hpp"
@@ -25,12 +26,29 @@ inline std::size_t last_level_cache_bytes() noexcept {
   return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t(32) << 20;
 }
 
-// Whether a pass writing n elements of T should stream. Rows under 4 MiB never do (no
-// last-level cache is smaller), so the system is asked only about rows that take milliseconds.
+// Bytes a pass must write before it streams: the last-level cache, and never less than 4 MiB
+// (no last-level cache is smaller, so the system is asked only about rows that take
+// milliseconds). The environment variable SMAX_STREAMING_MIN_BYTES replaces it, read once: on a
+// server whose last-level cache is shared by many cores, a thread's share of it is the better
+// threshold (glibc's memcpy uses 3/4 of that share), and 0 streams every pass (for tests).
+template <class A>
+inline std::size_t streaming_min_bytes() noexcept {
+  static const std::size_t bytes = [] {
+    if (const char* s = ::getenv("SMAX_STREAMING_MIN_BYTES")) {
+      char* end = nullptr;
+      const unsigned long long v = ::strtoull(s, &end, 10);
+      if (end != s) return static_cast<std::size_t>(v);
+    }
+    const std::size_t llc = last_level_cache_bytes<A>();
+    return llc > (std::size_t(4) << 20) ? llc : std::size_t(4) << 20;
+  }();
+  return bytes;
+}
+
+// Whether a pass writing n elements of T should stream.
 template <class A, class T>
 inline bool should_stream(std::size_t n) noexcept {
-  const std::size_t bytes = n * sizeof(T);
-  return bytes > (std::size_t(4) << 20) && bytes > last_level_cache_bytes<A>();
+  return n * sizeof(T) > streaming_min_bytes<A>();
 }
 
 // Stores v to p, which is aligned to the register size, bypassing the cache.
