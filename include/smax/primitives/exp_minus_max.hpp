@@ -9,7 +9,11 @@
 namespace smax {
 namespace primitives {
 
-template <class A, class T, bool Scaled>
+// Exact = false skips the TwoSum, for passes that only sum: the sum's relative error from the
+// rounding of x - m is then at most 2^-24·E_p[m - x] <= 2^-24·log n (a p-weighted mean of the
+// terms' errors), which log-softmax's bound absorbs; softmax, whose outputs are the terms
+// themselves, keeps it exact.
+template <class A, class T, bool Scaled, bool Exact = true>
 struct exp_minus_max {
   using batch = xsimd::batch<T, A>;
   batch neg_max;
@@ -20,6 +24,7 @@ struct exp_minus_max {
   // Masked entries (x = -inf) and differences that overflow to -inf give exactly 0; NaN stays NaN.
   batch operator()(batch const& x) const noexcept {
     const batch d = x + neg_max;
+    if (!Exact) return exp_nonpositive(Scaled ? d * inv_temperature : d);
     const batch neg_max_part = d - x;
     const batch x_part = d - neg_max_part;
     const batch err = (x - x_part) + (neg_max - neg_max_part);
