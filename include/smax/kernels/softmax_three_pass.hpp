@@ -20,8 +20,7 @@ inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) n
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
-  // n <= 4·width (the callers' precondition); the clamps only tell the compiler so.
-  const std::size_t full = n / width < 4 ? n / width : 4, tail = full < 4 ? n % width : 0;
+  const std::size_t full = n / width, tail = n % width;
   batch v[4] = {batch(neg_inf), batch(neg_inf), batch(neg_inf), batch(neg_inf)};
   for (std::size_t j = 0; j < full; ++j) v[j] = batch::load_unaligned(x + j * width);
   if (tail) v[full] = primitives::load_partial<A>(x + full * width, tail, neg_inf);
@@ -34,16 +33,12 @@ inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) n
   }
   const T max = smax::detail::horizontal_max(m);
   if (finish_special_row<A>(max, xsimd::any(has_nan), y, n, p)) return;
+  const primitives::exp_minus_max<A, T, Scaled> e(max, p.inv_temperature);
   batch s(T(0));
-  if (p.log) {  // only the sum is needed: no exact subtraction (see exp_minus_max)
-    const primitives::exp_minus_max<A, T, Scaled, false> e(max, p.inv_temperature);
-    for (std::size_t j = 0; j < count; ++j) s += e(v[j]);
-  } else {
-    const primitives::exp_minus_max<A, T, Scaled> e(max, p.inv_temperature);
-    for (std::size_t j = 0; j < count; ++j) {
-      v[j] = e(v[j]);
-      s += v[j];
-    }
+  for (std::size_t j = 0; j < count; ++j) {
+    const batch t = e(v[j]);
+    s += t;
+    if (!p.log) v[j] = t;
   }
   const double sum = smax::detail::horizontal_sum(s);
   if (p.log) {
@@ -68,8 +63,7 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
   constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
   const T inf = __builtin_huge_val();
-  // n <= 4·width (the caller's precondition); the clamps only tell the compiler so.
-  const std::size_t full = n / width < 4 ? n / width : 4, tail = full < 4 ? n % width : 0;
+  const std::size_t full = n / width, tail = n % width;
   const std::size_t count = full + (tail != 0);
   batch v[K][4];
   T max[K];
@@ -93,16 +87,12 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
   }
   batch s[K];
   for (std::size_t k = 0; k < K; ++k) {
+    const primitives::exp_minus_max<A, T, Scaled> e(max[k], p.inv_temperature);
     s[k] = batch(T(0));
-    if (p.log) {
-      const primitives::exp_minus_max<A, T, Scaled, false> e(max[k], p.inv_temperature);
-      for (std::size_t j = 0; j < count; ++j) s[k] += e(v[k][j]);
-    } else {
-      const primitives::exp_minus_max<A, T, Scaled> e(max[k], p.inv_temperature);
-      for (std::size_t j = 0; j < count; ++j) {
-        v[k][j] = e(v[k][j]);
-        s[k] += v[k][j];
-      }
+    for (std::size_t j = 0; j < count; ++j) {
+      const batch t = e(v[k][j]);
+      s[k] += t;
+      if (!p.log) v[k][j] = t;
     }
   }
   for (std::size_t k = 0; k < K; ++k) {
