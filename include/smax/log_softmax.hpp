@@ -5,8 +5,9 @@
 // (which underflows below -103) and never as x_i - (m + log s) (off by 0.69 for rows holding
 // FLT_MAX). Results below -FLT_MAX are -inf.
 //
-// Accuracy (float, T = 1): absolute error <= 2 ulp of max(|z_i|, 1)-ish: |error| <= 2^-23·|z_i| +
-// 2^-23·log s, checked by tests/log_softmax_test.cpp against a long-double reference.
+// Accuracy (float, T = 1): |error| <= 2^-22·(|z_i| + 1 + log n), checked by
+// tests/softmax_test.cpp against a long-double reference. Rows longer than four registers sum
+// exp(x - m) without carrying the rounding of x - m (it moves log s by at most 2^-24·log n).
 //
 // Bad input: as softmax (softmax.hpp), except that masked entries give -inf, and a fully masked
 // row gives NaN (or -inf everywhere with zero_masked_rows).
