@@ -70,6 +70,17 @@ TYPED_TEST(softmax_test, all_masked_inf_and_nan_rows) {
         forward<TypeParam>(a, log, masked.data(), y.data(), n, T(1), true);
         for (T v : y) EXPECT_EQ(v, log ? -infinity<T> : T(0));
       }
+    // A NaN among masked entries: the maximum (-inf) cannot tell, the row is still NaN.
+    for (std::size_t i = 0; i < n; ++i) {
+      auto x = masked;
+      x[i] = quiet_nan<T>;
+      for (auto a : all_algorithms)
+        for (bool log : forms) {
+          std::vector<T> y(n);
+          forward<TypeParam>(a, log, x.data(), y.data(), n, T(1), true);
+          for (T v : y) EXPECT_TRUE(std::isnan(v)) << "NaN at " << i << ", " << name_of(a);
+        }
+    }
     for (T special : {infinity<T>, quiet_nan<T>})
       for (std::size_t i = 0; i < n; ++i) {
         auto x = random_row<T>(n, 10.0, 0.0, 3);

@@ -24,6 +24,14 @@ inline void fill_row(T* y, std::size_t n, T value) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = value;
 }
 
+// Whether the row holds a NaN (for the rare rows whose maximum cannot tell: max = -inf).
+template <class A, class T>
+inline bool has_nan(const T* x, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i)
+    if (x[i] != x[i]) return true;
+  return false;
+}
+
 // Decides a row from its maximum: NaN (any NaN or +inf), masked (max = -inf) or ordinary.
 // Returns true when the row has been written.
 template <class A, class T>

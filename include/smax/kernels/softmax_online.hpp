@@ -27,8 +27,9 @@ struct online_partial {
 template <class T>
 constexpr std::size_t online_block = 8192 / sizeof(T);
 
-// Exact = false for log-softmax, which needs only the sum (see exp_minus_max).
-template <class A, class T, bool Scaled, bool Exact = true>
+// E = dropped for log-softmax, which needs only the sum (see exp_minus_max).
+template <class A, class T, bool Scaled,
+          primitives::difference_error E = primitives::difference_error::two_sum>
 inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) noexcept {
   const T inf = __builtin_huge_val();
   online_partial<T> state{-inf, 0.0};
@@ -48,7 +49,7 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     const std::size_t ahead = b + 2 * online_block<T> <= n ? online_block<T> : 0;
     state.sum += primitives::map_sum<A, false>(
         x + b, static_cast<T*>(nullptr), len, -inf,
-        primitives::exp_minus_max<A, T, Scaled, Exact>(state.max, inv_t), ahead);
+        primitives::exp_minus_max<A, T, Scaled, E>(state.max, inv_t), ahead);
   }
   return state;
 }
@@ -81,7 +82,8 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
 
 template <class A, class T, bool Scaled>
 inline void online_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
-  const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, false>(x, n, p.inv_temperature)
+  const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, primitives::difference_error::dropped>(
+                                        x, n, p.inv_temperature)
                                     : online_reduce_row<A, T, Scaled>(x, n, p.inv_temperature);
   if (finish_special_row<A>(s.max, s.max != s.max, y, n, p)) return;
   online_normalize_row<A, T, Scaled>(x, y, n, s, p);

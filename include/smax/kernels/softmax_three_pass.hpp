@@ -111,21 +111,34 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
   }
 }
 
+// Long rows. The max pass flags no NaN (one operation per element instead of three): a NaN
+// makes the sum of exponentials NaN, which is checked once, and a NaN in a row whose maximum is
+// -inf is looked for only then. The softmax max pass also takes the minimum, which chooses the
+// cheapest exact form of the x - max error for the row (exp_minus_max).
 template <class A, class T, bool Scaled>
 inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
   if (n <= 4 * batch::size) return short_row<A, T, Scaled>(x, y, n, p);
-  const auto r = primitives::reduce_max<A>(x, n);
-  if (finish_special_row<A>(r.max, r.has_nan, y, n, p)) return;
-  const primitives::exp_minus_max<A, T, Scaled> e(r.max, p.inv_temperature);
   const T neg_inf = -__builtin_huge_val();
+  const T nan = __builtin_nan("");
   if (p.log) {
-    const primitives::exp_minus_max<A, T, Scaled, false> e_sum(r.max, p.inv_temperature);
-    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e_sum, p.next_row);
+    const auto r = primitives::reduce_range<A, false>(x, n);
+    if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
+      return;
+    const primitives::exp_minus_max<A, T, Scaled, primitives::difference_error::dropped> e(
+        r.max, p.inv_temperature);
+    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e, p.next_row);
+    if (s != s) return fill_row<A>(y, n, nan);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, ::log(s));
     return;
   }
-  const double s = primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row);
+  const auto r = primitives::reduce_range<A, true>(x, n);
+  if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
+    return;
+  const double s = primitives::with_exp_minus_max<A, T, Scaled>(
+      r.max, r.min, p.inv_temperature,
+      [&](auto const& e) { return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row); });
+  if (s != s) return fill_row<A>(y, n, nan);
   const batch c(static_cast<T>(1.0 / s));
   primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
 }

@@ -52,6 +52,12 @@ struct table {
   // its accuracy can be checked on every instruction set.
   static void exp_nonpositive(const float* x, float* y, std::size_t n) noexcept;
   static void exp_nonpositive(const double* x, double* y, std::size_t n) noexcept;
+  // y = exp(x - max) with the rounding error of x - max recovered in the given form
+  // (primitives::difference_error): exposed so that each form can be checked against TwoSum.
+  static void exp_minus_max(const float* x, float* y, std::size_t n, float max,
+                            primitives::difference_error form) noexcept;
+  static void exp_minus_max(const double* x, double* y, std::size_t n, double max,
+                            primitives::difference_error form) noexcept;
   // Pass 2 for one chunk, given the state of the whole row.
   static void online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                unsigned flags, float max, double sum) noexcept;
@@ -172,8 +178,35 @@ inline void exp_nonpositive(const T* x, T* y, std::size_t n) noexcept {
   primitives::map<A>(x, y, n, [](batch const& v) { return primitives::exp_nonpositive(v); });
 }
 
+template <class A, class T>
+inline void exp_minus_max(const T* x, T* y, std::size_t n, T max,
+                          primitives::difference_error form) noexcept {
+  using primitives::difference_error;
+  auto run = [&](auto const& e) { primitives::map<A>(x, y, n, e); };
+  switch (form) {
+    case difference_error::max_larger:
+      return run(primitives::exp_minus_max<A, T, false, difference_error::max_larger>(max, T(1)));
+    case difference_error::x_larger:
+      return run(primitives::exp_minus_max<A, T, false, difference_error::x_larger>(max, T(1)));
+    case difference_error::dropped:
+      return run(primitives::exp_minus_max<A, T, false, difference_error::dropped>(max, T(1)));
+    default:
+      return run(primitives::exp_minus_max<A, T, false, difference_error::two_sum>(max, T(1)));
+  }
+}
+
 }  // namespace detail
 
+template <class A>
+void table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
+                             primitives::difference_error form) noexcept {
+  detail::exp_minus_max<A>(x, y, n, max, form);
+}
+template <class A>
+void table<A>::exp_minus_max(const double* x, double* y, std::size_t n, double max,
+                             primitives::difference_error form) noexcept {
+  detail::exp_minus_max<A>(x, y, n, max, form);
+}
 template <class A>
 void table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
   detail::exp_nonpositive<A>(x, y, n);

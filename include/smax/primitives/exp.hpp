@@ -80,13 +80,29 @@ inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
   using c = exp_constants<T>;
   const batch biased = detail::mul_add(t, batch(c::log2e), batch(c::magic));
   const batch k = biased - batch(c::magic);
-  const batch scale =
-      detail::bitcast<T>(detail::bitcast<integer>(biased) << c::exponent_shift);  // 2^k
   // t - k·ln2_hi is exact (k·ln2_hi has few bits and the difference is smaller than t).
   const batch r_hi = detail::neg_mul_add(k, batch(c::ln2_hi), t);
   const batch r_lo = detail::neg_mul_add(k, batch(c::ln2_lo), t_err);
+  const batch p = expm1_reduced(r_hi, r_lo);
+#if defined(SMAX_X86_REDUCTIONS)
+  if constexpr (sizeof(batch) == 64) {
+    // AVX-512: vscalef multiplies 1 + p by 2^k exactly (the result is normal above the cutoff)
+    // and its zero-masking form is the underflow select: three instructions where the generic
+    // form below takes four, with the same result bit for bit. The unordered compare keeps NaN
+    // lanes, so NaN stays NaN.
+    if constexpr (sizeof(T) == 4) {
+      const __mmask16 keep = _mm512_cmp_ps_mask(t, _mm512_set1_ps(c::underflow_cutoff), _CMP_NLT_UQ);
+      return _mm512_maskz_scalef_ps(keep, _mm512_add_ps(p, _mm512_set1_ps(1.0f)), k);
+    } else {
+      const __mmask8 keep = _mm512_cmp_pd_mask(t, _mm512_set1_pd(c::underflow_cutoff), _CMP_NLT_UQ);
+      return _mm512_maskz_scalef_pd(keep, _mm512_add_pd(p, _mm512_set1_pd(1.0)), k);
+    }
+  }
+#endif
+  const batch scale =
+      detail::bitcast<T>(detail::bitcast<integer>(biased) << c::exponent_shift);  // 2^k
   // scale·(1 + p) with one rounding: |p| < 0.5 so scale·p is exact inside the FMA.
-  const batch f = detail::mul_add(scale, expm1_reduced(r_hi, r_lo), scale);
+  const batch f = detail::mul_add(scale, p, scale);
   return xsimd::select(t < batch(c::underflow_cutoff), batch(T(0)), f);
 }
 

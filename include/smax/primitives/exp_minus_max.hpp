@@ -1,19 +1,39 @@
 #pragma once
-// exp((x - m)·(1/T)) for a row maximum m: the core of every normalising map. The subtraction is
-// carried exactly (TwoSum) into the exponential: rounding x - m alone costs up to |x - m|·2^-24
-// relative error (1.2e-6 at a spread of 20), which would dominate the result's error. The extra
-// adds run on the FP add ports, which the exp (all FMA) leaves idle.
+// exp((x - m)·(1/T)) for a row maximum m: the core of every normalising map. The rounding error
+// of d = x - m is carried exactly into the exponential: rounding x - m alone costs up to
+// |x - m|·2^-24 relative error (1.2e-6 at a spread of 20), which would dominate the result's
+// error. How that error is recovered is chosen once per row (difference_error), because the
+// general form (TwoSum, five operations) costs 15 % of the exp pass and most rows allow a
+// two-operation form with the same, exact, result.
+
+#include <cmath>
 
 #include "exp.hpp"
 
 namespace smax {
 namespace primitives {
 
-// Exact = false skips the TwoSum, for passes that only sum: the sum's relative error from the
-// rounding of x - m is then at most 2^-24·E_p[m - x] <= 2^-24·log n (a p-weighted mean of the
-// terms' errors), which log-softmax's bound absorbs; softmax, whose outputs are the terms
-// themselves, keeps it exact.
-template <class A, class T, bool Scaled, bool Exact = true>
+// How the rounding error of d = x - m is recovered. Every form but `dropped` gives the exact
+// error, so the results are the same bit for bit whichever a row uses.
+enum class difference_error {
+  two_sum,     // any row (Knuth's TwoSum: 5 operations)
+  max_larger,  // m > 0 and every |x| < 2^(exponent(m) + 1): Fast2Sum(-m, x), 2 operations
+  x_larger,    // m <= 0, so every |x| >= |m|: Fast2Sum(x, -m), 2 operations
+  // Not recovered: for passes that only sum (log-softmax), where the sum's relative error from
+  // rounding x - m is a p-weighted mean of |x - m|·2^-24, i.e. at most 2^-24·log n.
+  dropped,
+};
+
+// The cheapest exact form for a row with maximum `max` and minimum `min` (finite max).
+// Dekker's Fast2Sum(a, b) is exact when exponent(a) >= exponent(b).
+template <class T>
+inline difference_error choose_difference_error(T max, T min) noexcept {
+  if (max <= T(0)) return difference_error::x_larger;
+  if (-min < std::ldexp(T(1), std::ilogb(max) + 1)) return difference_error::max_larger;
+  return difference_error::two_sum;
+}
+
+template <class A, class T, bool Scaled, difference_error E = difference_error::two_sum>
 struct exp_minus_max {
   using batch = xsimd::batch<T, A>;
   batch neg_max;
@@ -21,17 +41,40 @@ struct exp_minus_max {
 
   exp_minus_max(T max, T inv_t) noexcept : neg_max(-max), inv_temperature(inv_t) {}
 
-  // Masked entries (x = -inf) and differences that overflow to -inf give exactly 0; NaN stays NaN.
   batch operator()(batch const& x) const noexcept {
     const batch d = x + neg_max;
-    if (!Exact) return exp_nonpositive(Scaled ? d * inv_temperature : d);
-    const batch neg_max_part = d - x;
-    const batch x_part = d - neg_max_part;
-    const batch err = (x - x_part) + (neg_max - neg_max_part);
-    if (Scaled) return exp_nonpositive(d * inv_temperature, err * inv_temperature);
-    return exp_nonpositive(d, err);
+    if constexpr (E == difference_error::dropped) {
+      return exp_nonpositive(Scaled ? d * inv_temperature : d);
+    } else {
+      batch err;
+      if constexpr (E == difference_error::max_larger) {
+        err = x - (d - neg_max);
+      } else if constexpr (E == difference_error::x_larger) {
+        err = neg_max - (d - x);
+      } else {
+        const batch neg_max_part = d - x;
+        const batch x_part = d - neg_max_part;
+        err = (x - x_part) + (neg_max - neg_max_part);
+      }
+      if (Scaled) return exp_nonpositive(d * inv_temperature, err * inv_temperature);
+      return exp_nonpositive(d, err);
+    }
   }
 };
+
+// Calls f(e) with the exp_minus_max for (max, inv_t) whose error form suits a row whose smallest
+// element is `min`: one instantiation of the row loop per form.
+template <class A, class T, bool Scaled, class F>
+inline decltype(auto) with_exp_minus_max(T max, T min, T inv_t, F&& f) {
+  switch (choose_difference_error(max, min)) {
+    case difference_error::max_larger:
+      return f(exp_minus_max<A, T, Scaled, difference_error::max_larger>(max, inv_t));
+    case difference_error::x_larger:
+      return f(exp_minus_max<A, T, Scaled, difference_error::x_larger>(max, inv_t));
+    default:
+      return f(exp_minus_max<A, T, Scaled, difference_error::two_sum>(max, inv_t));
+  }
+}
 
 }  // namespace primitives
 }  // namespace smax

@@ -49,5 +49,51 @@ inline max_result<T> reduce_max(const T* x, std::size_t n) noexcept {
   return {detail::horizontal_max(m), xsimd::any(nan0 | nan1)};
 }
 
+template <class T>
+struct range_result {
+  T max;  // -inf for an empty or fully masked row
+  T min;  // +inf for an empty row; only when asked for
+};
+
+// Largest (and, with Min, smallest) element, one load and one or two operations per element:
+// NaN is not flagged, and a NaN element may or may not show up in either. The caller finds NaN
+// afterwards, where it costs nothing (in the sum of exponentials, which is NaN exactly when the
+// row holds one) or when the row is special anyway (max = -inf: see kernels::has_nan).
+template <class A, bool Min, class T>
+inline range_result<T> reduce_range(const T* x, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T inf = __builtin_huge_val();
+  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf);
+  batch l0(inf), l1(inf);
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    const batch v0 = batch::load_unaligned(x + i);
+    const batch v1 = batch::load_unaligned(x + i + width);
+    const batch v2 = batch::load_unaligned(x + i + 2 * width);
+    const batch v3 = batch::load_unaligned(x + i + 3 * width);
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    if (Min) {
+      l0 = xsimd::min(l0, xsimd::min(v0, v1));
+      l1 = xsimd::min(l1, xsimd::min(v2, v3));
+    }
+  }
+  for (; i + width <= n; i += width) {
+    const batch v = batch::load_unaligned(x + i);
+    m0 = xsimd::max(m0, v);
+    if (Min) l0 = xsimd::min(l0, v);
+  }
+  if (i < n) {
+    m1 = xsimd::max(m1, load_partial<A>(x + i, n - i, -inf));
+    if (Min) l1 = xsimd::min(l1, load_partial<A>(x + i, n - i, inf));
+  }
+  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+  const T min = Min ? -detail::horizontal_max(-xsimd::min(l0, l1)) : inf;
+  return {detail::horizontal_max(m), min};
+}
+
 }  // namespace primitives
 }  // namespace smax
