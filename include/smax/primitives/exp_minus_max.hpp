@@ -33,7 +33,10 @@ inline difference_error choose_difference_error(T max, T min) noexcept {
   return difference_error::two_sum;
 }
 
-template <class A, class T, bool Scaled, difference_error E = difference_error::two_sum>
+// Underflow = false when no (x - m)/T of the row is below the exp's underflow cutoff (rows with
+// a finite minimum within about 87 (float) of the maximum): the underflow select is skipped.
+template <class A, class T, bool Scaled, difference_error E = difference_error::two_sum,
+          bool Underflow = true>
 struct exp_minus_max {
   using batch = xsimd::batch<T, A>;
   batch neg_max;
@@ -44,7 +47,7 @@ struct exp_minus_max {
   batch operator()(batch const& x) const noexcept {
     const batch d = x + neg_max;
     if constexpr (E == difference_error::dropped) {
-      return exp_nonpositive(Scaled ? d * inv_temperature : d);
+      return exp_nonpositive<Underflow>(Scaled ? d * inv_temperature : d);
     } else {
       batch err;
       if constexpr (E == difference_error::max_larger) {
@@ -56,24 +59,37 @@ struct exp_minus_max {
         const batch x_part = d - neg_max_part;
         err = (x - x_part) + (neg_max - neg_max_part);
       }
-      if (Scaled) return exp_nonpositive(d * inv_temperature, err * inv_temperature);
-      return exp_nonpositive(d, err);
+      if (Scaled) return exp_nonpositive<Underflow>(d * inv_temperature, err * inv_temperature);
+      return exp_nonpositive<Underflow>(d, err);
     }
   }
 };
 
-// Calls f(e) with the exp_minus_max for (max, inv_t) whose error form suits a row whose smallest
-// element is `min`: one instantiation of the row loop per form.
+// Whether (x - max)·inv_t can fall below the exp's underflow cutoff for some x >= min (a margin
+// of 1 covers the roundings of x - max and of the product).
+template <class T>
+inline bool may_underflow(T max, T min, T inv_t) noexcept {
+  const double lowest = (static_cast<double>(min) - static_cast<double>(max)) * static_cast<double>(inv_t);
+  return !(lowest > static_cast<double>(exp_constants<T>::underflow_cutoff) + 1.0);
+}
+
+// Calls f(e) with the exp_minus_max for (max, inv_t) whose error form and underflow handling
+// suit a row whose smallest element is `min`: one instantiation of the row loop per choice.
 template <class A, class T, bool Scaled, class F>
 inline decltype(auto) with_exp_minus_max(T max, T min, T inv_t, F&& f) {
-  switch (choose_difference_error(max, min)) {
-    case difference_error::max_larger:
-      return f(exp_minus_max<A, T, Scaled, difference_error::max_larger>(max, inv_t));
-    case difference_error::x_larger:
-      return f(exp_minus_max<A, T, Scaled, difference_error::x_larger>(max, inv_t));
-    default:
-      return f(exp_minus_max<A, T, Scaled, difference_error::two_sum>(max, inv_t));
-  }
+  auto pick = [&](auto underflow) -> decltype(auto) {
+    constexpr bool U = decltype(underflow)::value;
+    switch (choose_difference_error(max, min)) {
+      case difference_error::max_larger:
+        return f(exp_minus_max<A, T, Scaled, difference_error::max_larger, U>(max, inv_t));
+      case difference_error::x_larger:
+        return f(exp_minus_max<A, T, Scaled, difference_error::x_larger, U>(max, inv_t));
+      default:
+        return f(exp_minus_max<A, T, Scaled, difference_error::two_sum, U>(max, inv_t));
+    }
+  };
+  if (may_underflow(max, min, inv_t)) return pick(std::true_type{});
+  return pick(std::false_type{});
 }
 
 }  // namespace primitives

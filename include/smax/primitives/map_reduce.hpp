@@ -20,7 +20,7 @@ inline void prefetch(const void* p, std::size_t bytes) noexcept {
 }
 
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
-// `fill`, which f must map to 0. x == y is allowed. With prefetch_distance > 0 every iteration
+// `fill`, and its lanes past n are dropped from the sum whatever f makes of them. x == y is allowed. With prefetch_distance > 0 every iteration
 // also asks for the lines prefetch_distance elements ahead, so a compute-bound pass over cached
 // data can pull in the next block meanwhile (the caller guarantees nothing; it is a hint).
 template <class A, bool Store, class T, class F>
@@ -61,7 +61,7 @@ inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
   if (i < n) {
     const batch e = f(load_partial<A>(x + i, n - i, fill));
     if (Store) store_partial<A>(y + i, n - i, e);
-    s += e;
+    s += zero_from<A>(e, n - i);
   }
   return total + detail::horizontal_sum(s);
 }

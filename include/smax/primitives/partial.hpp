@@ -17,6 +17,17 @@ inline xsimd::batch<T, A> load_partial(const T* p, std::size_t count, T fill) no
   return xsimd::batch<T, A>::load_unaligned(lanes);
 }
 
+// v with the lanes from count on set to 0 (a tail's contribution to a sum, whatever f made of
+// the fill lanes).
+template <class A, class T>
+inline xsimd::batch<T, A> zero_from(xsimd::batch<T, A> const& v, std::size_t count) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  alignas(64) T lanes[width];
+  v.store_unaligned(lanes);
+  for (std::size_t i = count; i < width; ++i) lanes[i] = T(0);
+  return xsimd::batch<T, A>::load_unaligned(lanes);
+}
+
 // Stores the first count < width lanes.
 template <class A, class T>
 inline void store_partial(T* p, std::size_t count, xsimd::batch<T, A> const& v) noexcept {
