@@ -1,19 +1,34 @@
 #pragma once
 // With runtime dispatch (smax_enable_dispatch), each instruction set's kernels are compiled in
-// their own translation unit with that instruction set's flags. These declarations stop every
-// other translation unit from instantiating them with its own flags.
+// their own translation unit with that instruction set's flags. Every family's kernel table
+// ends its header with SMAX_DECLARE_DISPATCHED_TABLE(<table>): the extern template declarations
+// that stop every other translation unit from instantiating it with its own flags.
 
-#include "../kernels/table.hpp"
+#include "../config.hpp"
 
 #if defined(SMAX_DISPATCH_SSE2)
-extern template struct smax::kernels::table<xsimd::sse2>;
+#define SMAX_DECLARE_TABLE_SSE2(name) extern template struct smax::kernels::name<xsimd::sse2>;
+#else
+#define SMAX_DECLARE_TABLE_SSE2(name)
 #endif
 #if defined(SMAX_DISPATCH_AVX2)
-extern template struct smax::kernels::table<xsimd::fma3<xsimd::avx2>>;
+#define SMAX_DECLARE_TABLE_AVX2(name) extern template struct smax::kernels::name<xsimd::fma3<xsimd::avx2>>;
+#else
+#define SMAX_DECLARE_TABLE_AVX2(name)
 #endif
 #if defined(SMAX_DISPATCH_AVX512BW)
-extern template struct smax::kernels::table<xsimd::avx512bw>;
+#define SMAX_DECLARE_TABLE_AVX512BW(name) extern template struct smax::kernels::name<xsimd::avx512bw>;
+#else
+#define SMAX_DECLARE_TABLE_AVX512BW(name)
 #endif
 #if defined(SMAX_DISPATCH_NEON64)
-extern template struct smax::kernels::table<xsimd::neon64>;
+#define SMAX_DECLARE_TABLE_NEON64(name) extern template struct smax::kernels::name<xsimd::neon64>;
+#else
+#define SMAX_DECLARE_TABLE_NEON64(name)
 #endif
+
+#define SMAX_DECLARE_DISPATCHED_TABLE(name) \
+  SMAX_DECLARE_TABLE_SSE2(name)             \
+  SMAX_DECLARE_TABLE_AVX2(name)             \
+  SMAX_DECLARE_TABLE_AVX512BW(name)         \
+  SMAX_DECLARE_TABLE_NEON64(name)

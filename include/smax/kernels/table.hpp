@@ -1,5 +1,5 @@
 #pragma once
-// The kernels of the softmax family for one instruction set A, as plain functions on raw
+// The kernels of the softmax family (softmax, log-softmax, online state) for one instruction set A, as plain functions on raw
 // pointers. The header-only API calls table<xsimd::default_arch>; runtime dispatch compiles
 // table<A> once per instruction set in its own translation unit (cmake/SmaxDispatch.cmake) and
 // declares those instantiations extern here, so no other translation unit instantiates them.
@@ -264,3 +264,4 @@ void table<A>::online_normalize(const double* x, double* y, std::size_t n, doubl
 }  // namespace smax
 
 #include "../detail/dispatch_declarations.hpp"
+SMAX_DECLARE_DISPATCHED_TABLE(table)
