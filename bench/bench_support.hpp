@@ -119,4 +119,49 @@ inline void register_family(const std::string& family, const std::string& implem
       add(shape.rows, shape.cols, std::to_string(shape.rows) + "x" + std::to_string(shape.cols));
 }
 
+// The variants of issue 3 onwards (sparsemax, softpick, ssmax, sigmoid, multimax, ...): each
+// names its family and implementation, a kernel maker and a checker that returns the largest
+// error of y against a double reference (the benchmark fails if it exceeds max_error), and is
+// timed at the same row lengths as softmax, so `softmax/smax/n` and `<family>/smax/n` compare
+// directly.
+using checker = std::function<double(const float* x, const float* y, std::size_t rows, std::size_t cols)>;
+
+inline void run_variant(benchmark::State& state, std::size_t rows, std::size_t cols,
+                        kernel const& run, checker const& check, double max_error) {
+  const std::size_t elements = rows * cols;
+  buffers b(elements, elements * sizeof(float) > last_level_cache_bytes() / 4);
+  run(b.in(), b.out());
+  const double err = check(b.in(), b.out(), rows, cols);
+  if (!(err <= max_error)) {
+    state.SkipWithError(("wrong result: error " + std::to_string(err)).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    run(b.in(), b.out());
+    benchmark::DoNotOptimize(b.out());
+    benchmark::ClobberMemory();
+    b.advance();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
+  state.counters["max_error"] = err;
+}
+
+inline void register_variant(const std::string& family, const std::string& implementation,
+                             std::function<kernel(std::size_t, std::size_t)> make, checker check,
+                             double max_error, std::vector<std::size_t> const& lengths = row_lengths,
+                             bool batch = true) {
+  auto add = [=](std::size_t rows, std::size_t cols, const std::string& label) {
+    benchmark::RegisterBenchmark((family + "/" + implementation + "/" + label).c_str(),
+                                 [=](benchmark::State& state) {
+                                   run_variant(state, rows, cols, make(rows, cols), check, max_error);
+                                 })
+        ->Unit(benchmark::kMicrosecond);
+  };
+  for (std::size_t n : lengths) add(1, n, std::to_string(n));
+  if (batch)
+    for (auto shape : batch_shapes)
+      add(shape.rows, shape.cols, std::to_string(shape.rows) + "x" + std::to_string(shape.cols));
+}
+
 }  // namespace smax_bench
