@@ -5,5 +5,6 @@
 #include "algorithm.hpp"
 #include "log_softmax.hpp"
 #include "online.hpp"
+#include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "version.hpp"
