@@ -19,8 +19,8 @@ namespace smax_bench {
 
 // Row lengths of the suite (one row per call), and the batches: 4096×1024, and short attention
 // rows (16, 64, 256 columns, 256K elements each, so the batch stays in L2).
-inline const std::vector<std::size_t> row_lengths = {16,     64,     256,     1000,     4096,
-                                                     32768,  262144, 4194304, 16777216};
+inline const std::vector<std::size_t> row_lengths = {16,     64,     256,     1000,    4096,
+                                                     32768,  262144, 1048576, 4194304, 16777216};
 struct batch_shape {
   std::size_t rows, cols;
 };

@@ -7,4 +7,5 @@
 #include "online.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
+#include "ssmax.hpp"
 #include "version.hpp"

@@ -73,24 +73,37 @@ inline bool valid_temperature(T temperature) noexcept {
   return temperature > T(0) && temperature < T(__builtin_huge_val());
 }
 
+// Outputs below FLT_MIN may be flushed to 0 (spec E8), and on x86 they must be: a multiply whose
+// result is subnormal takes a microcode assist (~100 cycles), which made rows whose tail
+// underflows (a large 1/T, or SSMax's λ·spread > 87) five times slower. Sets MXCSR.FTZ for the
+// call and restores it; inputs are not touched (DAZ stays as it was). Only where FMA is native:
+// without it the exp's scale·p + scale rounds scale·p on its own, and flushing that (subnormal)
+// product would cost accuracy on results that are normal.
+template <class A, bool = smax::detail::has_native_fma<A>::value>
+struct flush_subnormal_results {};
+#if defined(__x86_64__) || defined(__i386__)
+template <class A>
+struct flush_subnormal_results<A, true> {
+  unsigned saved = _mm_getcsr();
+  flush_subnormal_results() noexcept { _mm_setcsr(saved | 0x8000u); }
+  ~flush_subnormal_results() { _mm_setcsr(saved); }
+};
+#endif
+
+// The rows given 1/T (> 0 and finite); `scaled` is false exactly when 1/T = 1. SSMax comes
+// here with its λ as 1/T, so it costs what softmax with a temperature costs.
 template <class A, class T>
-inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                         std::size_t cols, T temperature, unsigned flags,
-                         algorithm_id algorithm) noexcept {
-  const T nan = static_cast<T>(__builtin_nan(""));
-  const row_params<T> p{T(1) / temperature, (flags & flag_log) != 0,
+inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                std::size_t rows, std::size_t cols, T inv_temperature,
+                                bool scaled, unsigned flags, algorithm_id algorithm) noexcept {
+  const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
-  if (!valid_temperature<A>(temperature) || !(p.inv_temperature > T(0))) {
-    for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, nan);
-    return;
-  }
+  [[maybe_unused]] const flush_subnormal_results<A> ftz;
   if (algorithm == algorithm_id::automatic)
     algorithm = cols * sizeof(T) <= three_pass_max_bytes ? algorithm_id::three_pass
                                                          : algorithm_id::online;
   using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
   row_kernel kernel;
-  // Decided on T, not on 1/T, so the choice does not wait for the division.
-  const bool scaled = temperature != T(1);
   switch (algorithm) {
     case algorithm_id::online:
       kernel = scaled ? &online_row<A, T, true> : &online_row<A, T, false>;
@@ -120,6 +133,21 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
     q.next_row = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
     kernel(x + r * ldx, y + r * ldy, cols, q);
   }
+}
+
+template <class A, class T>
+inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+                         std::size_t cols, T temperature, unsigned flags,
+                         algorithm_id algorithm) noexcept {
+  const T inv_temperature = T(1) / temperature;
+  if (!valid_temperature<A>(temperature) || !(inv_temperature > T(0))) {
+    for (std::size_t r = 0; r < rows; ++r)
+      fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
+    return;
+  }
+  // Decided on T, not on 1/T, so the choice does not wait for the division.
+  forward_rows_scaled<A>(x, ldx, y, ldy, rows, cols, inv_temperature, temperature != T(1), flags,
+                         algorithm);
 }
 
 template <class A, class T>
