@@ -222,6 +222,61 @@ TYPED_TEST(eigen_test, strided_maps_write_in_place_and_nowhere_else) {
   }
 }
 
+// sigmoid, sigmoid attention and SSMax (forward and backward): bit for bit the pointer API on
+// strided maps and blocks, nothing written outside, no allocation.
+TYPED_TEST(eigen_test, other_families_match_the_pointer_api) {
+  using T = TypeParam;
+  const Eigen::Index rows = 4, cols = 9, ldx = 13;
+  const row_matrix<T> values = random_matrix<T>(rows, cols, 17);
+  std::vector<T> xbuf(static_cast<std::size_t>(rows * ldx), guard<T>);
+  strided_map<T> x(xbuf.data(), rows, cols, Eigen::OuterStride<>(ldx));
+  x = values;
+  row_matrix<T> big(rows + 2, cols + 3);
+  big.setConstant(guard<T>);
+  auto y = big.block(1, 2, rows, cols);
+  std::vector<T> expected(static_cast<std::size_t>(rows * cols));
+  auto check = [&](const char* what) {
+    for (Eigen::Index r = 0; r < rows + 2; ++r)
+      for (Eigen::Index c = 0; c < cols + 3; ++c) {
+        const bool inside = r >= 1 && r <= rows && c >= 2 && c < cols + 2;
+        const T want = inside ? expected[static_cast<std::size_t>((r - 1) * cols + c - 2)] : guard<T>;
+        EXPECT_TRUE(same_bits(big(r, c), want)) << what << " at " << r << "," << c;
+      }
+  };
+  auto pointer_rows = [&](auto f) {  // the pointer API with x's leading dimension for y too
+    std::vector<T> tmp(static_cast<std::size_t>(rows * ldx));
+    f(tmp.data());
+    for (Eigen::Index r = 0; r < rows; ++r)
+      for (Eigen::Index c = 0; c < cols; ++c)
+        expected[static_cast<std::size_t>(r * cols + c)] = tmp[static_cast<std::size_t>(r * ldx + c)];
+  };
+  Eigen::internal::set_is_malloc_allowed(false);
+  smax::sigmoid(x, y);
+  Eigen::internal::set_is_malloc_allowed(true);
+  pointer_rows([&](T* out) { smax::sigmoid_rows(xbuf.data(), out, rows, cols, ldx); });
+  check("sigmoid");
+  smax::sigmoid_attention(x, y, {100});
+  pointer_rows([&](T* out) { smax::sigmoid_attention_rows(xbuf.data(), out, rows, cols, ldx, {100}); });
+  check("sigmoid_attention");
+  const smax::ssmax_options o{0.5, 0.25};
+  smax::ssmax(x, y, o);
+  pointer_rows([&](T* out) { smax::ssmax_rows(xbuf.data(), out, rows, cols, ldx, o); });
+  check("ssmax");
+  // Backward passes, dy = x, from y (the SSMax output above).
+  row_matrix<T> yc = y;
+  row_matrix<T> dx(rows, cols);
+  smax::ssmax_param_grads g, g_ptr;
+  smax::ssmax_backward(values, yc, values, dx, o, &g);
+  row_matrix<T> dx_ptr(rows, cols);
+  smax::ssmax_backward_rows(values.data(), yc.data(), values.data(), dx_ptr.data(), rows, cols, cols, o, &g_ptr);
+  EXPECT_TRUE(bitwise_equal(dx, dx_ptr));
+  EXPECT_EQ(g.s, g_ptr.s);
+  EXPECT_EQ(g.bias, g_ptr.bias);
+  smax::sigmoid_backward(yc, values, dx);
+  smax::sigmoid_backward_rows(yc.data(), values.data(), dx_ptr.data(), rows, cols, cols);
+  EXPECT_TRUE(bitwise_equal(dx, dx_ptr));
+}
+
 TYPED_TEST(eigen_test, blocks_write_only_the_block) {
   using T = TypeParam;
   const row_matrix<T> source = random_matrix<T>(12, 30, 8);

@@ -51,7 +51,9 @@
 #include <Eigen/Core>
 
 #include "log_softmax.hpp"
+#include "sigmoid.hpp"
 #include "softmax.hpp"
+#include "ssmax.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 3, 0), "smax/eigen.hpp needs Eigen 3.3 or newer");
 
@@ -220,6 +222,26 @@ inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
   }
 }
 
+// The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
+// after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
+// overlap of the output with an input, NaN output on a shape mismatch in release builds).
+template <class F, class Out, class... In>
+inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
+  constexpr bool ok = check_output<Out>() && (check_input<In>() && ...) &&
+                      (check_same_scalar<In, Out>() && ...);
+  if constexpr (ok) {
+    const bool shapes = (same_shape(in, out) && ...);
+    SMAX_ASSERT(shapes && "smax/eigen.hpp: every argument must have the same shape");
+    if (!shapes) return fill_nan(out);
+    const auto rows = static_cast<std::size_t>(out.rows());
+    const auto cols = static_cast<std::size_t>(out.cols());
+    SMAX_ASSERT(!(partially_overlap(in.data(), leading_dimension(in), out.data(),
+                                    leading_dimension(out), rows, cols) || ...) &&
+                "smax/eigen.hpp: the output overlaps an input without being the same matrix");
+    f(rows, cols, out.data(), leading_dimension(out), in.data()..., leading_dimension(in)...);
+  }
+}
+
 }  // namespace eigen_detail
 
 // Softmax of each row of x into the same row of y:
@@ -286,6 +308,65 @@ template <class Z, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
 inline void log_softmax_backward(Eigen::DenseBase<Z> const& z, Eigen::DenseBase<DY> const& dy,
                                  DX&& dx, softmax_options const& opts = {}) noexcept {
   eigen_detail::backward(z.derived(), dy.derived(), dx, true, opts);
+}
+
+// The other families over the rows of Eigen objects, with the same argument rules as softmax
+// (row-major, contiguous rows, no copies, .transpose() for columns, the output may be the input)
+// and the results, bounds and policies of their pointer forms (sigmoid.hpp, ssmax.hpp).
+
+// y = σ(x) elementwise.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void sigmoid(Eigen::DenseBase<X> const& x, Y&& y) noexcept {
+  eigen_detail::for_rows([](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,
+                           std::size_t ldx) { api::sigmoid(xp, ldx, yp, ldy, r, c, 0.0); },
+                        y, x.derived());
+}
+
+// y = σ(x + b), b = -ln(seq_len) (seq_len = 0: the number of columns) unless opts.bias is set.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void sigmoid_attention(Eigen::DenseBase<X> const& x, Y&& y,
+                              sigmoid_attention_options const& opts = {}) noexcept {
+  eigen_detail::for_rows(
+      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
+        api::sigmoid(xp, ldx, yp, ldy, r, c, api::sigmoid_attention_bias(opts, c));
+      },
+      y, x.derived());
+}
+
+// dx = dy·y·(1 - y) for y = sigmoid(x) or sigmoid_attention(x).
+template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
+inline void sigmoid_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
+                             DX&& dx) noexcept {
+  eigen_detail::for_rows(
+      [](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* yp,
+         auto const* dyp, std::size_t ldy, std::size_t lddy) {
+        api::sigmoid_backward(yp, ldy, dyp, lddy, dxp, lddx, r, c);
+      },
+      dx, y.derived(), dy.derived());
+}
+
+// SSMax of each row: y = softmax(λ·x), λ = s·ln(n) + b with n = opts.n or the number of columns.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void ssmax(Eigen::DenseBase<X> const& x, Y&& y, ssmax_options const& opts = {}) noexcept {
+  eigen_detail::for_rows(
+      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
+        api::ssmax(xp, ldx, yp, ldy, r, c, opts);
+      },
+      y, x.derived());
+}
+
+// Backward pass of SSMax: dx = λ·y ⊙ (dy - <dy, y>) per row; with grads, the gradients of s and
+// b accumulated over the rows (ssmax.hpp).
+template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
+inline void ssmax_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
+                           Eigen::DenseBase<DY> const& dy, DX&& dx, ssmax_options const& opts = {},
+                           ssmax_param_grads* grads = nullptr) noexcept {
+  eigen_detail::for_rows(
+      [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* xp,
+          auto const* yp, auto const* dyp, std::size_t ldx, std::size_t ldy, std::size_t lddy) {
+        api::ssmax_backward(xp, ldx, yp, ldy, dyp, lddy, dxp, lddx, r, c, opts, grads);
+      },
+      dx, x.derived(), y.derived(), dy.derived());
 }
 
 SMAX_END_NAMESPACE

@@ -61,13 +61,14 @@ inline void ssmax(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_
 }
 
 template <class T>
-inline void ssmax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t ld,
-                           std::size_t rows, std::size_t cols, ssmax_options const& opts,
+inline void ssmax_backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy, const T* dy,
+                           std::size_t lddy, T* dx, std::size_t lddx, std::size_t rows,
+                           std::size_t cols, ssmax_options const& opts,
                            ssmax_param_grads* grads) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
   if (rows == 0 || cols == 0) return;
   double dlambda = 0;
-  ssmax_table::backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols,
+  ssmax_table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
                         static_cast<T>(ssmax_lambda(opts, cols)), grads ? &dlambda : nullptr);
   if (grads) {
     grads->s += std::log(ssmax_n(opts, cols)) * dlambda;
@@ -96,14 +97,14 @@ inline void ssmax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std
 template <class T, detail::if_real_t<T> = 0>
 inline void ssmax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
                            ssmax_options const& opts = {}, ssmax_param_grads* grads = nullptr) noexcept {
-  api::ssmax_backward(x, y, dy, dx, n, 1, n, opts, grads);
+  api::ssmax_backward(x, n, y, n, dy, n, dx, n, 1, n, opts, grads);
 }
 
 template <class T, detail::if_real_t<T> = 0>
 inline void ssmax_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
                                 std::size_t cols, std::size_t ld, ssmax_options const& opts = {},
                                 ssmax_param_grads* grads = nullptr) noexcept {
-  api::ssmax_backward(x, y, dy, dx, ld, rows, cols, opts, grads);
+  api::ssmax_backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, grads);
 }
 
 SMAX_END_NAMESPACE
