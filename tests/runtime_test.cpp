@@ -46,4 +46,20 @@ TEST(runtime, same_results_as_the_header_only_api) {
   EXPECT_NEAR(s, 1.0, 1e-13);
 }
 
+// The other families run the chosen instruction set's tables: the same bits as calling them.
+TEST(runtime, other_families_use_the_chosen_tables) {
+  const auto x = random_row<float>(999, 20.0, 0.0, 4);
+  std::vector<float> a(x.size()), b(x.size());
+  smax::runtime::dispatch::visit([&](auto arch) {
+    using A = decltype(arch);
+    smax::runtime::sigmoid(x.data(), a.data(), x.size());
+    smax::kernels::sigmoid_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(), 0.0f);
+    EXPECT_EQ(a, b) << "sigmoid";
+    smax::runtime::ssmax(x.data(), a.data(), x.size());
+    smax::kernels::ssmax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
+                                           static_cast<float>(0.43 * std::log(999.0)), 0u);
+    EXPECT_EQ(a, b) << "ssmax";
+  });
+}
+
 }  // namespace

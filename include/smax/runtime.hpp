@@ -13,44 +13,40 @@
 #include <cstring>
 
 #include "log_softmax.hpp"
+#include "sigmoid.hpp"
+#include "ssmax.hpp"
 
 SMAX_BEGIN_NAMESPACE
 namespace runtime {
 namespace dispatch {
 
-template <class T>
-struct entry {
-  void (*forward)(const T*, std::size_t, T*, std::size_t, std::size_t, std::size_t, T, unsigned,
-                  kernels::algorithm_id) noexcept;
-  void (*backward)(const T*, std::size_t, const T*, std::size_t, T*, std::size_t, std::size_t,
-                   std::size_t, T, unsigned) noexcept;
+// The instruction sets compiled in, and the one chosen.
+enum class arch_id : unsigned { avx512bw, avx2, neon64, sse2, header_only };
+
+struct selection {
+  arch_id id;
   const char* name;
 };
 
-template <class A, class T>
-inline entry<T> make_entry() noexcept {
-  return {&kernels::table<A>::forward, &kernels::table<A>::backward, A::name()};
-}
-
-// Picks the first candidate (best first) that the CPU runs, or the one SMAX_FORCE_ARCH names.
-template <class T>
-inline entry<T> select() noexcept {
-  entry<T> candidates[4];
+inline selection select() noexcept {
+  selection candidates[4];
   std::size_t count = 0;
 #if defined(SMAX_DISPATCH_AVX512BW)
-  if (smax::detail::arch_available<xsimd::avx512bw>()) candidates[count++] = make_entry<xsimd::avx512bw, T>();
+  if (smax::detail::arch_available<xsimd::avx512bw>())
+    candidates[count++] = {arch_id::avx512bw, xsimd::avx512bw::name()};
 #endif
 #if defined(SMAX_DISPATCH_AVX2)
   if (smax::detail::arch_available<xsimd::fma3<xsimd::avx2>>())
-    candidates[count++] = make_entry<xsimd::fma3<xsimd::avx2>, T>();
+    candidates[count++] = {arch_id::avx2, xsimd::fma3<xsimd::avx2>::name()};
 #endif
 #if defined(SMAX_DISPATCH_NEON64)
-  if (smax::detail::arch_available<xsimd::neon64>()) candidates[count++] = make_entry<xsimd::neon64, T>();
+  if (smax::detail::arch_available<xsimd::neon64>())
+    candidates[count++] = {arch_id::neon64, xsimd::neon64::name()};
 #endif
 #if defined(SMAX_DISPATCH_SSE2)
-  candidates[count++] = make_entry<xsimd::sse2, T>();  // every x86-64 CPU
+  candidates[count++] = {arch_id::sse2, xsimd::sse2::name()};  // every x86-64 CPU
 #endif
-  if (count == 0) return make_entry<xsimd::default_arch, T>();
+  if (count == 0) return {arch_id::header_only, xsimd::default_arch::name()};
   if (const char* forced = std::getenv("SMAX_FORCE_ARCH")) {
     for (std::size_t i = 0; i < count; ++i)
       if (std::strcmp(forced, candidates[i].name) == 0) return candidates[i];
@@ -58,31 +54,55 @@ inline entry<T> select() noexcept {
   return candidates[0];
 }
 
-template <class T>
-inline entry<T> const& active() noexcept {
-  static const entry<T> e = select<T>();
-  return e;
+inline selection const& active() noexcept {
+  static const selection s = select();
+  return s;
 }
 
-// Adapts the dispatched entry to the shape api::forward/backward expect of a kernel table.
+// f(A{}) for the chosen instruction set A: every family's kernel table<A> is reached this way
+// (the tables of the compiled instruction sets are instantiated in their own translation units).
+template <class F>
+inline decltype(auto) visit(F&& f) noexcept {
+  switch (active().id) {
+#if defined(SMAX_DISPATCH_AVX512BW)
+    case arch_id::avx512bw: return f(xsimd::avx512bw{});
+#endif
+#if defined(SMAX_DISPATCH_AVX2)
+    case arch_id::avx2: return f(xsimd::fma3<xsimd::avx2>{});
+#endif
+#if defined(SMAX_DISPATCH_NEON64)
+    case arch_id::neon64: return f(xsimd::neon64{});
+#endif
+#if defined(SMAX_DISPATCH_SSE2)
+    case arch_id::sse2: return f(xsimd::sse2{});
+#endif
+    default: return f(xsimd::default_arch{});
+  }
+}
+
+// The softmax family's table, for the api:: layer.
 template <class T>
 struct table {
   static void forward(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
                       std::size_t cols, T temperature, unsigned flags,
                       kernels::algorithm_id algorithm) noexcept {
-    active<T>().forward(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
+    visit([&](auto a) {
+      kernels::table<decltype(a)>::forward(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
+    });
   }
   static void backward(const T* y, std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
                        std::size_t lddx, std::size_t rows, std::size_t cols, T temperature,
                        unsigned flags) noexcept {
-    active<T>().backward(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
+    visit([&](auto a) {
+      kernels::table<decltype(a)>::backward(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
+    });
   }
 };
 
 }  // namespace dispatch
 
 // The xsimd name of the instruction set the runtime entry points run ("fma3+avx2", "sse2", ...).
-inline const char* arch_name() noexcept { return dispatch::active<float>().name; }
+inline const char* arch_name() noexcept { return dispatch::active().name; }
 
 template <class T, detail::if_real_t<T> = 0>
 inline void softmax(const T* x, T* y, std::size_t n, softmax_options const& opts = {}) noexcept {
@@ -125,6 +145,43 @@ template <class T, detail::if_real_t<T> = 0>
 inline void log_softmax_backward(const T* z, const T* dy, T* dx, std::size_t n,
                                  softmax_options const& opts = {}) noexcept {
   api::backward<dispatch::table<T>>(z, n, dy, n, dx, n, 1, n, true, opts);
+}
+
+// The other families: the same calls as their headers, on the chosen instruction set.
+template <class T, detail::if_real_t<T> = 0>
+inline void sigmoid(const T* x, T* y, std::size_t n) noexcept {
+  dispatch::visit([&](auto a) { api::sigmoid<kernels::sigmoid_table<decltype(a)>>(x, n, y, n, 1, n, 0.0); });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void sigmoid_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld) noexcept {
+  dispatch::visit([&](auto a) { api::sigmoid<kernels::sigmoid_table<decltype(a)>>(x, ld, y, ld, rows, cols, 0.0); });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void sigmoid_attention(const T* x, T* y, std::size_t n,
+                              sigmoid_attention_options const& opts = {}) noexcept {
+  dispatch::visit([&](auto a) {
+    api::sigmoid<kernels::sigmoid_table<decltype(a)>>(x, n, y, n, 1, n, api::sigmoid_attention_bias(opts, n));
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void sigmoid_backward(const T* y, const T* dy, T* dx, std::size_t n) noexcept {
+  dispatch::visit([&](auto a) { api::sigmoid_backward<kernels::sigmoid_table<decltype(a)>>(y, n, dy, n, dx, n, 1, n); });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void ssmax(const T* x, T* y, std::size_t n, ssmax_options const& opts = {}) noexcept {
+  dispatch::visit([&](auto a) { api::ssmax<kernels::ssmax_table<decltype(a)>>(x, n, y, n, 1, n, opts); });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void ssmax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
+                       ssmax_options const& opts = {}) noexcept {
+  dispatch::visit([&](auto a) { api::ssmax<kernels::ssmax_table<decltype(a)>>(x, ld, y, ld, rows, cols, opts); });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void ssmax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
+                           ssmax_options const& opts = {}, ssmax_param_grads* grads = nullptr) noexcept {
+  dispatch::visit([&](auto a) {
+    api::ssmax_backward<kernels::ssmax_table<decltype(a)>>(x, n, y, n, dy, n, dx, n, 1, n, opts, grads);
+  });
 }
 
 }  // namespace runtime

@@ -40,21 +40,21 @@ inline double sigmoid_attention_bias(sigmoid_attention_options const& opts, std:
   return len > 0 ? -std::log(static_cast<double>(len)) : 0.0;
 }
 
-template <class T>
+template <class Table = sigmoid_table, class T>
 inline void sigmoid(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
                     std::size_t cols, double bias) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
   SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
   if (rows == 0 || cols == 0) return;
-  sigmoid_table::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(bias));
+  Table::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(bias));
 }
 
-template <class T>
+template <class Table = sigmoid_table, class T>
 inline void sigmoid_backward(const T* y, std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
                              std::size_t lddx, std::size_t rows, std::size_t cols) noexcept {
   SMAX_ASSERT((y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
   if (rows == 0 || cols == 0) return;
-  sigmoid_table::backward(y, ldy, dy, lddy, dx, lddx, rows, cols);
+  Table::backward(y, ldy, dy, lddy, dx, lddx, rows, cols);
 }
 }  // namespace api
 

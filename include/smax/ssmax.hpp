@@ -50,17 +50,17 @@ inline double ssmax_lambda(ssmax_options const& opts, std::size_t cols) noexcept
   return opts.s * std::log(ssmax_n(opts, cols)) + opts.bias;
 }
 
-template <class T>
+template <class Table = ssmax_table, class T>
 inline void ssmax(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
                   std::size_t cols, ssmax_options const& opts) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
   SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
   if (rows == 0 || cols == 0) return;
-  ssmax_table::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(ssmax_lambda(opts, cols)),
+  Table::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(ssmax_lambda(opts, cols)),
                        opts.zero_masked_rows ? kernels::flag_zero_masked_rows : 0u);
 }
 
-template <class T>
+template <class Table = ssmax_table, class T>
 inline void ssmax_backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy, const T* dy,
                            std::size_t lddy, T* dx, std::size_t lddx, std::size_t rows,
                            std::size_t cols, ssmax_options const& opts,
@@ -68,7 +68,7 @@ inline void ssmax_backward(const T* x, std::size_t ldx, const T* y, std::size_t 
   SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
   if (rows == 0 || cols == 0) return;
   double dlambda = 0;
-  ssmax_table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
+  Table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
                         static_cast<T>(ssmax_lambda(opts, cols)), grads ? &dlambda : nullptr);
   if (grads) {
     grads->s += std::log(ssmax_n(opts, cols)) * dlambda;
