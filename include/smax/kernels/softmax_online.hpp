@@ -21,6 +21,7 @@ template <class T>
 struct online_partial {
   T max;
   double sum;
+  T min = -__builtin_huge_val();  // the row minimum when known (chooses pass 2's exp form)
 };
 
 // Elements per block: 8 KiB, so the block is still in L1 when the sum re-reads it.
@@ -32,25 +33,37 @@ template <class A, class T, bool Scaled,
           primitives::difference_error E = primitives::difference_error::two_sum>
 inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) noexcept {
   const T inf = __builtin_huge_val();
-  online_partial<T> state{-inf, 0.0};
+  const online_partial<T> nan_state{static_cast<T>(__builtin_nan("")), 0.0};
+  online_partial<T> state{-inf, 0.0, inf};
   for (std::size_t b = 0; b < n; b += online_block<T>) {
     const std::size_t len = n - b < online_block<T> ? n - b : online_block<T>;
-    const auto r = primitives::reduce_max<A>(x + b, len);
-    if (r.has_nan || r.max == inf) return {static_cast<T>(__builtin_nan("")), 0.0};
-    if (r.max == -inf) continue;  // a fully masked block contributes nothing
+    // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row).
+    const auto r = primitives::reduce_range<A, true>(x + b, len);
+    if (r.max != r.max || r.max == inf) return nan_state;
+    if (r.max == -inf) {  // a fully masked block contributes nothing
+      if (has_nan<A>(x + b, len)) return nan_state;
+      continue;
+    }
     if (r.max > state.max) {
       if (state.sum != 0.0)
         state.sum *= ::exp((static_cast<double>(state.max) - static_cast<double>(r.max)) *
                            static_cast<double>(inv_t));
       state.max = r.max;
     }
+    if (r.min < state.min) state.min = r.min;
     // While the block is summed from L1, the next one is prefetched: otherwise memory would sit
     // idle through the exp and the max pass would wait for it.
     const std::size_t ahead = b + 2 * online_block<T> <= n ? online_block<T> : 0;
-    state.sum += primitives::map_sum<A, false>(
-        x + b, static_cast<T*>(nullptr), len, -inf,
-        primitives::exp_minus_max<A, T, Scaled, E>(state.max, inv_t), ahead);
+    auto block_sum = [&](auto const& e) {
+      return primitives::map_sum<A, false>(x + b, static_cast<T*>(nullptr), len, -inf, e, ahead);
+    };
+    const double s = E == primitives::difference_error::dropped
+                         ? block_sum(primitives::exp_minus_max<A, T, Scaled, E>(state.max, inv_t))
+                         : primitives::with_exp_minus_max<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
+    if (s != s) return nan_state;
+    state.sum += s;
   }
+  if (state.max == -inf) state.min = -inf;
   return state;
 }
 
@@ -70,14 +83,15 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
     write_log_softmax<A>(x, y, n, s.max, p.inv_temperature, ::log(s.sum));
     return;
   }
-  const primitives::exp_minus_max<A, T, Scaled> e(s.max, p.inv_temperature);
   const batch c(static_cast<T>(1.0 / s.sum));
-  auto normalized = [&](batch const& v) { return e(v) * c; };
   const std::size_t ahead = online_prefetch_distance<A, T>(n);
-  if (primitives::should_stream<A, T>(n))
-    primitives::map_streaming<A>(x, y, n, normalized, ahead);
-  else
-    primitives::map<A>(x, y, n, normalized, ahead);
+  primitives::with_exp_minus_max<A, T, Scaled>(s.max, s.min, p.inv_temperature, [&](auto const& e) {
+    auto normalized = [&](batch const& v) { return e(v) * c; };
+    if (primitives::should_stream<A, T>(n))
+      primitives::map_streaming<A>(x, y, n, normalized, ahead);
+    else
+      primitives::map<A>(x, y, n, normalized, ahead);
+  });
 }
 
 template <class A, class T, bool Scaled>
