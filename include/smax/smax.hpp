@@ -6,4 +6,5 @@
 #include "log_softmax.hpp"
 #include "online.hpp"
 #include "softmax.hpp"
+#include "softpick.hpp"
 #include "version.hpp"
