@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 #include "../config.hpp"
 #include "../primitives/exp_minus_max.hpp"
@@ -75,19 +76,32 @@ inline double k_of(T max) noexcept {
   return k > 0.0 ? k : 0.0;
 }
 
-// The plan of a row with maximum max > -inf (finite) and minimum min.
+// 2^-k for an integer 0 <= k <= plain range (a normal number), built from its bits: the plan is
+// made once per short row, where a libm call would show.
+template <class A, class T>
+inline T pow2_neg(double k) noexcept {
+  using integer = smax::detail::integer_of_t<T>;
+  constexpr int mantissa = std::numeric_limits<T>::digits - 1;
+  constexpr integer bias = std::numeric_limits<T>::max_exponent - 1;
+  const integer bits = (bias - static_cast<integer>(k)) << mantissa;
+  T r;
+  __builtin_memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+// The plan of a row with maximum max > -inf (finite) and minimum min. c (in double) only scales
+// eps, so its rounding is irrelevant next to the bound.
 template <class A, class T>
 inline plan<T> make_plan(T max, T min) noexcept {
   plan<T> p{max, mode::plain, 0.0, T(1), 1.0, T(0)};
   if (max > constants<T>::fast_max) {
     p.how = mode::large;
-    p.exp_neg_max = static_cast<T>(::expl(-static_cast<long double>(max)));
+    p.exp_neg_max = static_cast<T>(::exp(-static_cast<double>(max)));
     return p;
   }
   p.k = k_of<A>(max);
-  p.scale = static_cast<T>(::ldexp(1.0, -static_cast<int>(p.k)));
-  p.c = static_cast<double>(::expl(static_cast<long double>(p.k) * 0.693147180559945309417232121458L -
-                                   static_cast<long double>(max)));
+  p.scale = pow2_neg<A, T>(p.k);
+  p.c = ::exp(p.k * 0.69314718055994530942 - static_cast<double>(max));
   if (min == -static_cast<T>(__builtin_huge_val()))
     p.how = mode::masked;
   else if (min < primitives::expm1_constants<T>::lowest || p.k > constants<T>::plain_max_k)
