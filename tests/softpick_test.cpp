@@ -256,16 +256,19 @@ TYPED_TEST(softpick_test, three_pass_and_online_agree_and_rescale) {
   // The running maximum grows block after block (K changes: the sum is rescaled), and one row
   // reaches the large form (m > 80) only in its last block.
   const std::size_t n = 50000;
-  std::vector<T> rising(n), late_large(n);
+  std::vector<T> rising(n), late_large(n), late_positive(n);
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   for (std::size_t i = 0; i < n; ++i) {
     rising[i] = static_cast<T>(60.0 * i / n + 4 * u(rng));
     late_large[i] = static_cast<T>(i + 10 == n ? 95.0 : 10 * u(rng));
+    // no positive entry in the first blocks (K = 0 there), then K jumps to round(12·log2 e)
+    late_positive[i] = static_cast<T>(i < n / 2 ? -std::fabs(5 * u(rng)) : 12 * u(rng));
   }
   for (auto a : algorithms) {
     EXPECT_TRUE((matches_reference<TypeParam>(a, rising))) << name_of(a);
     EXPECT_TRUE((matches_reference<TypeParam>(a, late_large))) << name_of(a);
+    EXPECT_TRUE((matches_reference<TypeParam>(a, late_positive))) << name_of(a);
   }
 }
 
