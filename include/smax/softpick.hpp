@@ -77,9 +77,10 @@ inline void softpick_rows(const T* x, T* y, std::size_t rows, std::size_t cols, 
 // c = <dy, y>, dx_k = e^(x_k - m)/S'·([x_k > 0]·dy_k - sgn(x_k)·c), and at the first maximum
 // k* also -c·eps/S' (the eps·e^m term through m). Masked entries and x_k = 0 get 0 (PyTorch's
 // relu'(0) = |·|'(0) = 0); a row with m <= 0 gives 0; a NaN row (E4-E6) gives NaN. S' is
-// recomputed from x, y enters only through c. Accuracy: float |error| <= 1e-5·(|dy_k| + |c|)·
-// e^(x_k - m)/S' + the rounding of y; see tests/softpick_test.cpp. Any of x, y, dy, dx may be
-// the same array.
+// recomputed from x (one expm1 and one exp pass), y enters only through c. Accuracy (checked
+// against the long-double VJP on rows of 10^5): |error| <= 8·r·e^(x_k - m)/S'·(|dy_k| + |c| +
+// sum_j |dy_j·y_j|) with r = 1e-6 (float) / 1e-14 (double), and within 2e-6 (1e-11) of central
+// finite differences of the reference on short rows. Any of x, y, dy, dx may be the same array.
 template <class T, detail::if_real_t<T> = 0>
 inline void softpick_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
                               softpick_options const& opts = {}) noexcept {

@@ -10,7 +10,8 @@
 // fast_max the exponent range of 2^(k-K) runs out, and the kernels use the spec's form (2)
 // literally: a = e^(x-m)·(-expm1(-x)) for x > 0, expm1(x)·e^-m for x <= 0 (two exponentials).
 //
-// Rows of at most four registers stay in registers. Rows up to three_pass_max_bytes run three
+// Rows of at most four registers stay in registers (batches of them go four rows at a time,
+// interleaved). Rows up to three_pass_max_bytes run three
 // passes: max/min; b, store relu(b), sum |b|; scale. Longer rows run two: pass 1 blocked and
 // online (per block: max, rescale the sum by the exact power of two 2^(K_old - K_new) when K
 // grows, sum |b| while the block is in L1), pass 2 recomputes b and writes relu(b)/S'.
@@ -248,6 +249,59 @@ inline void short_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   if (tail) primitives::store_partial<A>(y + full * width, tail, v[full] * inv);
 }
 
+// K short rows at once (same length, at most four registers each): short_row's arithmetic,
+// interleaved so that the latency chains of independent rows (horizontal max, term, horizontal
+// sum, reciprocal) overlap. A group holding a row short_row would finish specially (NaN, +inf,
+// all masked, m <= 0) or compute in the large form goes row by row.
+template <class A, class T, std::size_t K>
+inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
+                       double eps) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T neg_inf = -__builtin_huge_val();
+  const std::size_t full = n / width, tail = n % width;
+  const std::size_t count = full + (tail != 0);
+  batch v[K][4];
+  T max[K];
+  bool ordinary = true;
+  for (std::size_t k = 0; k < K; ++k) {
+    const T* xk = x + k * ldx;
+    for (std::size_t j = 0; j < full; ++j) v[k][j] = batch::load_unaligned(xk + j * width);
+    if (tail) v[k][full] = primitives::load_partial<A>(xk + full * width, tail, neg_inf);
+    batch m = v[k][0];
+    auto nan = xsimd::isnan(v[k][0]);
+    for (std::size_t j = 1; j < count; ++j) {
+      m = xsimd::max(m, v[k][j]);
+      nan = nan | xsimd::isnan(v[k][j]);
+    }
+    max[k] = smax::detail::horizontal_max(m);
+    ordinary = ordinary && !xsimd::any(nan) && max[k] > T(0) && max[k] <= constants<T>::fast_max;
+  }
+  if (!ordinary) {
+    for (std::size_t k = 0; k < K; ++k) short_row<A>(x + k * ldx, y + k * ldy, n, eps);
+    return;
+  }
+  batch s[K];
+  double eps_b[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    const plan<T> p = make_plan<A>(max[k], neg_inf);  // masked, as short_row: the same bits
+    const term<A, T, mode::masked> f(p);
+    eps_b[k] = eps / p.c;
+    s[k] = batch(T(0));
+    for (std::size_t j = 0; j < count; ++j) {
+      const batch b = f(v[k][j]);
+      s[k] += xsimd::abs(b);
+      v[k][j] = xsimd::max(b, batch(T(0)));
+    }
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    const batch inv(static_cast<T>(1.0 / (smax::detail::horizontal_sum(s[k]) + eps_b[k])));
+    T* yk = y + k * ldy;
+    for (std::size_t j = 0; j < full; ++j) (v[k][j] * inv).store_unaligned(yk + j * width);
+    if (tail) primitives::store_partial<A>(yk + full * width, tail, v[k][full] * inv);
+  }
+}
+
 template <class A, class T>
 inline void three_pass_row(const T* x, T* y, std::size_t n, double eps,
                            std::size_t next_row) noexcept {
@@ -320,7 +374,14 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
   if (algorithm == softpick_algorithm::automatic)
     algorithm = cols * sizeof(T) <= softpick_three_pass_max_bytes ? softpick_algorithm::three_pass
                                                                    : softpick_algorithm::online;
-  for (std::size_t r = 0; r < rows; ++r) {
+  std::size_t r = 0;
+  // Short rows go four at a time through the interleaved kernel (throughput, not latency).
+  if (algorithm == softpick_algorithm::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
+    constexpr std::size_t group = 4;
+    for (; r + group <= rows; r += group)
+      short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, eps);
+  }
+  for (; r < rows; ++r) {
     if (algorithm == softpick_algorithm::online) {
       online_row<A>(x + r * ldx, y + r * ldy, cols, eps);
     } else {
