@@ -170,6 +170,9 @@ TYPED_TEST(softpick_test, spec_inputs) {
       {T(1e-3)},
       {0, 0, 0},
       {T(79.9), T(80.1), T(-3), T(0.5)},
+      // K = 108: 2^(k-K) of the negative entries falls below the smallest normal (clamped to 0)
+      {T(75), T(-30), T(1e-3), T(-100), T(-1e-3), T(60), T(-1e-30)},
+      {T(75), T(-20), T(1e-3), T(-30), T(-1e-3), T(60), T(-1e-30)},
   };
   for (auto const& x : rows)
     for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << x.size() << " " << x[0];
