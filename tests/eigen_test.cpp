@@ -463,6 +463,47 @@ TYPED_TEST(eigen_test, backward_over_columns_through_transpose) {
   EXPECT_TRUE(bitwise_equal(dx, expected));
 }
 
+// softpick: matrices, strided Maps, blocks and transposes give the pointer API's bits; backward
+// too, with dx in place of dy.
+TYPED_TEST(eigen_test, softpick_matches_the_pointer_api) {
+  using T = TypeParam;
+  row_matrix<T> x = random_matrix<T>(6, 41, 20);
+  x(2, 5) = -std::numeric_limits<T>::infinity();
+  x.row(3).array() -= T(20);  // no positive entry: zeros
+  const row_matrix<T> dy = random_matrix<T>(6, 41, 21, T(2));
+  const smax::softpick_options opts{1e-3};
+  row_matrix<T> expected(6, 41), dx_expected(6, 41);
+  smax::softpick_rows(x.data(), expected.data(), 6, 41, 41, opts);
+  smax::softpick_backward_rows(x.data(), expected.data(), dy.data(), dx_expected.data(), 6, 41, 41, opts);
+  row_matrix<T> y(6, 41);
+  smax::softpick(x, y, opts);
+  EXPECT_TRUE(bitwise_equal(y, expected));
+  std::vector<T> buf(6 * 50, guard<T>);
+  strided_map<T> ym(buf.data(), 6, 41, Eigen::OuterStride<>(50));
+  smax::softpick(x.array(), ym, opts);
+  EXPECT_TRUE(bitwise_equal(ym, expected));
+  for (std::size_t r = 0; r < 6; ++r)
+    for (std::size_t c = 41; c < 50; ++c) EXPECT_EQ(buf[r * 50 + c], guard<T>);
+  row_matrix<T> big = row_matrix<T>::Constant(8, 45, guard<T>);
+  big.block(1, 2, 6, 41) = x;
+  smax::softpick(big.block(1, 2, 6, 41), big.block(1, 2, 6, 41), opts);  // in place
+  EXPECT_TRUE(bitwise_equal(big.block(1, 2, 6, 41), expected));
+  EXPECT_TRUE((big.topRows(1).array() == guard<T>).all());
+  const col_matrix<T> c = x.transpose();
+  col_matrix<T> yc(41, 6);
+  smax::softpick(c.transpose(), yc.transpose(), opts);  // softpick of each column of c
+  EXPECT_TRUE(bitwise_equal(yc.transpose(), expected));
+  row_matrix<T> g = dy;
+  smax::softpick_backward(x, ym, g, g, opts);
+  EXPECT_TRUE(bitwise_equal(g, dx_expected));
+  Eigen::internal::set_is_malloc_allowed(false);
+  const int before = smax_test::eigen_assert_failures;
+  smax::softpick(c.transpose(), yc.transpose());
+  smax::softpick_backward(c.transpose(), yc.transpose(), dy, g);
+  Eigen::internal::set_is_malloc_allowed(true);
+  EXPECT_EQ(smax_test::eigen_assert_failures, before);
+}
+
 // No Eigen temporary anywhere: with EIGEN_RUNTIME_NO_MALLOC, any heap allocation by Eigen while
 // malloc is disallowed fails an eigen_assert (counted above). A column-major matrix bound to an
 // Eigen::Ref<const RowMatrix> would allocate here; smax's overloads must not.

@@ -1,5 +1,5 @@
 #pragma once
-// Eigen overloads of the softmax family: softmax, log-softmax and their backward passes over the
+// Eigen overloads of the softmax family: softmax, log-softmax, softpick and their backward passes over the
 // rows of Eigen row-major matrices, Maps, Refs, blocks, transposes and arrays, without copies.
 // The only smax header that includes Eigen.
 //
@@ -53,6 +53,7 @@
 #include "log_softmax.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
+#include "softpick.hpp"
 #include "ssmax.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 3, 0), "smax/eigen.hpp needs Eigen 3.3 or newer");
@@ -222,6 +223,49 @@ inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
   }
 }
 
+template <class X, class Y>
+inline void softpick_forward(X const& x, Y& y, softpick_options const& opts) noexcept {
+  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
+  if constexpr (ok) {
+    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
+    if (!same_shape(x, y)) return fill_nan(y);
+    const auto rows = static_cast<std::size_t>(x.rows());
+    const auto cols = static_cast<std::size_t>(x.cols());
+    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
+    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
+                "smax/eigen.hpp: x and y overlap without being the same matrix");
+    api::check_options(opts);
+    if (rows == 0 || cols == 0) return;
+    api::softpick_default_table::forward(x.data(), ldx, y.data(), ldy, rows, cols, opts.eps,
+                                         kernels::softpick_algorithm::automatic);
+  }
+}
+
+template <class X, class Y, class DY, class DX>
+inline void softpick_backward(X const& x, Y const& y, DY const& dy, DX& dx,
+                              softpick_options const& opts) noexcept {
+  constexpr bool ok = check_input<X>() && check_input<Y>() && check_input<DY>() &&
+                      check_output<DX>() && check_same_scalar<X, Y>() &&
+                      check_same_scalar<X, DY>() && check_same_scalar<X, DX>();
+  if constexpr (ok) {
+    SMAX_ASSERT(same_shape(x, y) && same_shape(x, dy) && same_shape(x, dx) &&
+                "smax/eigen.hpp: x, y, dy and dx must have the same shape");
+    if (!same_shape(x, y) || !same_shape(x, dy) || !same_shape(x, dx)) return fill_nan(dx);
+    const auto rows = static_cast<std::size_t>(x.rows());
+    const auto cols = static_cast<std::size_t>(x.cols());
+    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y),
+                      lddy = leading_dimension(dy), lddx = leading_dimension(dx);
+    SMAX_ASSERT(!partially_overlap(x.data(), ldx, dx.data(), lddx, rows, cols) &&
+                !partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
+                !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
+                "smax/eigen.hpp: dx overlaps x, y or dy without being the same matrix");
+    api::check_options(opts);
+    if (rows == 0 || cols == 0) return;
+    api::softpick_default_table::backward(x.data(), ldx, y.data(), ldy, dy.data(), lddy,
+                                          dx.data(), lddx, rows, cols, opts.eps);
+  }
+}
+
 // The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
 // after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
 // overlap of the output with an input, NaN output on a shape mismatch in release builds).
@@ -308,6 +352,28 @@ template <class Z, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
 inline void log_softmax_backward(Eigen::DenseBase<Z> const& z, Eigen::DenseBase<DY> const& dy,
                                  DX&& dx, softmax_options const& opts = {}) noexcept {
   eigen_detail::backward(z.derived(), dy.derived(), dx, true, opts);
+}
+
+// Softpick of each row of x into the same row of y (spec §7):
+//   y(r, i) = relu(e^x(r, i) - 1) / (sum_j |e^x(r, j) - 1| + eps·e^m),  m = the row maximum,
+// exactly as smax::softpick_rows (softpick.hpp), whose accuracy bound (float: relative error
+// <= 1e-6 for outputs >= FLT_MIN; double: 1e-14) and edge-case policy (masked -inf entries give 0,
+// a row with no positive entry gives zeros, NaN/+inf/all-masked rows give NaN) hold. Same argument
+// rules as softmax: row-major, no copies, .transpose() for columns, y may be x but must not
+// partially overlap it.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void softpick(Eigen::DenseBase<X> const& x, Y&& y, softpick_options const& opts = {}) noexcept {
+  eigen_detail::softpick_forward(x.derived(), y, opts);
+}
+
+// Backward pass of the row softpick, for y = softpick(x, opts) and the upstream gradient dy,
+// exactly as smax::softpick_backward_rows (softpick.hpp). x, y, dy and dx have one shape, each its
+// own outer stride; dx may be any of the others itself, but must not partially overlap them.
+template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
+inline void softpick_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,
+                              softpick_options const& opts = {}) noexcept {
+  eigen_detail::softpick_backward(x.derived(), y.derived(), dy.derived(), dx, opts);
 }
 
 // The other families over the rows of Eigen objects, with the same argument rules as softmax

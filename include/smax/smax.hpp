@@ -7,5 +7,6 @@
 #include "online.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
+#include "softpick.hpp"
 #include "ssmax.hpp"
 #include "version.hpp"

@@ -4,10 +4,12 @@
 // header here and its table to SMAX_KERNEL_TABLES.
 
 #include "sigmoid.hpp"
+#include "softpick.hpp"
 #include "ssmax.hpp"
 #include "table.hpp"
 
 #define SMAX_KERNEL_TABLES(X) \
   X(table)                    \
-  X(sigmoid_table)             \
+  X(sigmoid_table)            \
+  X(softpick_table)           \
   X(ssmax_table)
