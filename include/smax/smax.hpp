@@ -6,4 +6,5 @@
 #include "log_softmax.hpp"
 #include "online.hpp"
 #include "softmax.hpp"
+#include "sparsemax.hpp"
 #include "version.hpp"

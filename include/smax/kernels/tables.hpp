@@ -4,5 +4,6 @@
 // header here and its table to SMAX_KERNEL_TABLES.
 
 #include "table.hpp"
+#include "sparsemax.hpp"
 
-#define SMAX_KERNEL_TABLES(X) X(table)
+#define SMAX_KERNEL_TABLES(X) X(table) X(sparsemax_table)
