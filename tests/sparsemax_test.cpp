@@ -241,6 +241,44 @@ TYPED_TEST(sparsemax_test, ties_and_entries_near_tau) {
   }
 }
 
+// A row built so that Michelot's method drops one element per round for as long as the
+// precision allows (each next element below the threshold of the ones before it by a gap that
+// grows by the set size), and the exact finish cut off after 0, 1, 2 rounds (then it sorts).
+TYPED_TEST(sparsemax_test, exact_finish_many_rounds_and_its_sort_guard) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  std::vector<T> x = {T(0), T(0)};
+  long double sum = 0, gap = std::numeric_limits<T>::epsilon();
+  for (;;) {
+    const long double tau = (sum - 1) / static_cast<long double>(x.size());
+    const T a = static_cast<T>(tau - gap);
+    if (!(a > T(-1))) break;
+    x.push_back(a);
+    sum += a;
+    gap *= static_cast<long double>(x.size() + 3);
+  }
+  ASSERT_GT(x.size(), 8u);
+  const auto ref = smax::reference::sparsemax(x.data(), x.size());
+  for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, ref)));
+  std::shuffle(x.begin(), x.end(), std::mt19937(3));
+  for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x)));
+  for (std::size_t n : {x.size(), std::size_t(50), std::size_t(3000)}) {
+    const auto row = n == x.size() ? x : random_row<T>(n, 1.5, 0.0, static_cast<unsigned>(n));
+    const auto r = smax::reference::sparsemax(row.data(), n);
+    const T m = *std::max_element(row.begin(), row.end());
+    for (int rounds : {0, 1, 2, 48}) {
+      std::vector<double> c;
+      for (T v : row)
+        if (v - m > T(-1)) c.push_back(static_cast<double>(T(v - m)));
+      std::size_t support = 0;
+      const double tau = smax::kernels::sparsemax_detail::exact_threshold<typename TypeParam::arch, T>(
+          c.data(), c.size(), -1.0, &support, rounds);
+      EXPECT_EQ(support, r.support_size) << "rounds " << rounds << ", n " << n;
+      EXPECT_NEAR(tau, static_cast<double>(r.tau_shifted), sparsemax_atol<T>) << "rounds " << rounds;
+    }
+  }
+}
+
 // Spec §6(5).
 TYPED_TEST(sparsemax_test, invariants) {
   using T = typename TypeParam::value_type;

@@ -152,12 +152,16 @@ inline double sorted_threshold(double* c, std::size_t k) noexcept {
 
 // Michelot's exact finish on the candidates c[0..k) (a superset of the support, holding the
 // maximum 0), from a known lower bound of tau. Compacts c to the support and returns tau;
-// *support gets its size.
+// *support gets its size. A round drops every element <= tau_V; for an element to survive a
+// round and fall in the next, the gaps below tau must grow by a factor |V| per round, so rows
+// with z in (-1, 0] need about 20 rounds at most (the gaps start at one ulp); the sort after
+// max_rounds is a guard, reachable in tests through max_rounds.
 template <class A, class T>
-inline double exact_threshold(double* c, std::size_t k, double lower, std::size_t* support) noexcept {
+inline double exact_threshold(double* c, std::size_t k, double lower, std::size_t* support,
+                              int max_rounds = 48) noexcept {
   double tau = lower;
   for (int round = 0;; ++round) {
-    if (round == 48) {
+    if (round == max_rounds) {
       const double t = sorted_threshold<A, T>(c, k);
       if (t > tau) tau = t;
       std::size_t j = 0;
