@@ -4,9 +4,10 @@
 //
 // Evaluated on z = x - m (m the row maximum; tau - m lies in [-1, 0), so only entries within 1
 // of the maximum can be in the support). The threshold is exact, not iterated to a tolerance:
-// rows of at most 16 elements sort their candidates; longer rows bound tau from below with the
-// threshold of the max pass's lane maxima, compact the few entries above that bound in one SIMD
-// pass, and finish with Michelot's exact method on them (spec §6(1)). tau is accumulated in
+// rows of at most 128 elements sort their candidates (entries within 1 of the maximum; more than
+// 32 of them go to Michelot's exact method instead); longer rows bound tau from below by a few
+// Michelot rounds on the max pass's lane maxima, compact the few entries above that bound in one
+// SIMD pass, and finish with Michelot's exact method on them (spec §6(1)). tau is accumulated in
 // double. Three passes over x (max, compaction, write), no transcendental functions.
 //
 // Accuracy (checked by tests/sparsemax_test.cpp against a long-double sort-based reference on
@@ -19,7 +20,7 @@
 // ±FLT_MAX give the exact result ([3e38, -3e38, 1e38] -> [1, 0, 0]). Ties share equally; an
 // entry exactly at the threshold gives 0 and is not in the support ([1, 0] -> [1, 0]).
 //
-// Memory: rows longer than 16 use a per-thread scratch buffer of doubles (at most 2n + 64
+// Memory: rows longer than 128 use a per-thread scratch buffer of doubles (at most 2n + 64
 // elements, grown with realloc, kept until the thread exits). If it cannot be allocated the row
 // becomes NaN.
 //
