@@ -20,9 +20,9 @@
 // ±FLT_MAX give the exact result ([3e38, -3e38, 1e38] -> [1, 0, 0]). Ties share equally; an
 // entry exactly at the threshold gives 0 and is not in the support ([1, 0] -> [1, 0]).
 //
-// Memory: rows longer than 128 use a per-thread scratch buffer of doubles (at most 2n + 64
-// elements, grown with realloc, kept until the thread exits). If it cannot be allocated the row
-// becomes NaN.
+// Memory: rows longer than 128 use a per-thread scratch buffer of max(1024, 2n + 64) doubles at
+// most (grown with realloc, kept until the thread exits). If it cannot be allocated, the row
+// becomes NaN. Nothing throws.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 
@@ -82,7 +82,7 @@ inline sparsemax_threshold<T> sparsemax_tau(const T* x, std::size_t n) noexcept 
 // Backward pass: dx_i = s_i·(dy_i - mean_{j in S} dy_j) with s = [y > 0] and S the support
 // (spec §6(4)), from the forward output y. Masked and off-support entries get 0; sum(dx) = 0.
 // A NaN in y (a NaN row) gives a NaN row. Any of y, dy, dx may be the same array.
-// Error: |dx_i - dx*_i| <= 2^-23·(|dy_i| + |mean|) (float; 2^-52 for double).
+// Error: |dx_i - dx*_i| <= 2^-23·(|dy_i| + |mean| + mean_S |dy|) (float; 2^-52·(...) for double).
 template <class T, detail::if_real_t<T> = 0>
 inline void sparsemax_backward(const T* y, const T* dy, T* dx, std::size_t n) noexcept {
   SMAX_ASSERT((y != nullptr && dy != nullptr && dx != nullptr) || n == 0);
