@@ -498,7 +498,7 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
   const batch zero(T(0)), one(T(1));
   batch count(T(0));  // lanes count at most n/width < 2^24 each: exact in float
   auto nan = xsimd::isnan(zero);
-  double sum = 0, compensation = 0, count_tail = 0;
+  double sum = 0, compensation = 0;
   auto add = [&](double v) {
     const double t = sum + v;
     const double as = sum < 0 ? -sum : sum, av = v < 0 ? -v : v;
@@ -517,19 +517,20 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
     }
     add(smax::detail::horizontal_sum((part[0] + part[1]) + (part[2] + part[3])));
   }
-  bool has_nan = xsimd::any(nan);
-  for (; i < n; ++i) {
-    if (y[i] > T(0)) {
-      add(static_cast<double>(dy[i]));
-      count_tail += 1.0;
-    }
-    has_nan = has_nan || y[i] != y[i];
+  // The rest one vector at a time, each folded on its own; the padding (y = 0) is off S.
+  for (; i < n; i += width) {
+    const std::size_t m = n - i < width ? n - i : width;
+    const batch yv = primitives::load_partial<A>(y + i, m, T(0));
+    const auto s = yv > zero;
+    add(smax::detail::horizontal_sum(xsimd::select(s, primitives::load_partial<A>(dy + i, m, T(0)), zero)));
+    count += xsimd::select(s, one, zero);
+    nan = nan | xsimd::isnan(yv);
   }
-  if (has_nan) {
+  if (xsimd::any(nan)) {
     fill<A>(dx, n, static_cast<T>(__builtin_nan("")));
     return;
   }
-  const double k = smax::detail::horizontal_sum(count) + count_tail;
+  const double k = smax::detail::horizontal_sum(count);
   const T mean = k > 0 ? static_cast<T>((sum + compensation) / k) : T(0);
   const batch mb(mean);
   i = 0;
@@ -537,7 +538,11 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
     const batch yv = batch::load_unaligned(y + i);
     xsimd::select(yv > zero, batch::load_unaligned(dy + i) - mb, zero).store_unaligned(dx + i);
   }
-  for (; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] - mean : T(0);
+  if (i < n) {
+    const batch yv = primitives::load_partial<A>(y + i, n - i, T(0));
+    primitives::store_partial<A>(
+        dx + i, n - i, xsimd::select(yv > zero, primitives::load_partial<A>(dy + i, n - i, T(0)) - mb, zero));
+  }
 }
 
 template <class A, class T>
