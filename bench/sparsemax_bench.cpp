@@ -77,7 +77,7 @@ void register_sparsemax() {
       [](std::size_t rows, std::size_t cols) -> kernel {
         return [=](const float* x, float* y) { smax::sparsemax_rows(x, y, rows, cols, cols); };
       },
-      check, smax_max_error, lengths, false);
+      check, smax_max_error, lengths, true);
   register_variant(
       "sparsemax", "sort",
       [](std::size_t rows, std::size_t cols) -> kernel {
@@ -86,7 +86,7 @@ void register_sparsemax() {
           for (std::size_t r = 0; r < rows; ++r) (*s)(x + r * cols, y + r * cols, cols);
         };
       },
-      check, 1e-5, lengths, false);
+      check, 1e-5, lengths, true);
   using smax::kernels::sparsemax_algorithm;
   const std::pair<const char*, sparsemax_algorithm> algorithms[] = {
       {"smax_sort", sparsemax_algorithm::sort},

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "../config.hpp"
+#include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
 
 namespace smax {
@@ -440,9 +441,12 @@ inline void fill(T* y, std::size_t n, T value) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = value;
 }
 
-// y = max((x - m) - tau_T, 0); x == y allowed.
+// y = max((x - m) - tau_T, 0); x == y allowed. With prefetch_distance > 0, every iteration asks
+// for the lines that far ahead (the next row of a batch, which the max pass would otherwise wait
+// for; a hint only).
 template <class A, class T>
-inline void write_row(const T* x, T* y, std::size_t n, sparsemax_row_state<T> const& s) noexcept {
+inline void write_row(const T* x, T* y, std::size_t n, sparsemax_row_state<T> const& s,
+                      std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   if (s.kind != sparsemax_row_state<T>::ordinary) {
@@ -452,6 +456,7 @@ inline void write_row(const T* x, T* y, std::size_t n, sparsemax_row_state<T> co
   const batch mb(s.max), tb(s.tau_rounded), zero(T(0));
   std::size_t i = 0;
   for (; i + 4 * width <= n; i += 4 * width) {
+    if (prefetch_distance) primitives::prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
     const batch r0 = xsimd::max((batch::load_unaligned(x + i) - mb) - tb, zero);
     const batch r1 = xsimd::max((batch::load_unaligned(x + i + width) - mb) - tb, zero);
     const batch r2 = xsimd::max((batch::load_unaligned(x + i + 2 * width) - mb) - tb, zero);
@@ -474,7 +479,9 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
                          std::size_t cols, sparsemax_algorithm algorithm) noexcept {
   for (std::size_t r = 0; r < rows; ++r) {
     const sparsemax_row_state<T> s = row_threshold<A>(x + r * ldx, cols, algorithm);
-    write_row<A>(x + r * ldx, y + r * ldy, cols, s);
+    // Rows of at least 1 KiB prefetch the next row during their write pass (as softmax does).
+    const std::size_t next = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
+    write_row<A>(x + r * ldx, y + r * ldy, cols, s, next);
   }
 }
 
