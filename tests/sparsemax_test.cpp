@@ -279,6 +279,27 @@ TYPED_TEST(sparsemax_test, exact_finish_many_rounds_and_its_sort_guard) {
   }
 }
 
+// Batches: each row as if alone (bit for bit), the padding between rows untouched, for short rows
+// and rows long enough (>= 1 KiB) to prefetch the next one.
+TYPED_TEST(sparsemax_test, rows_with_a_leading_dimension) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (std::size_t cols : {std::size_t(5), std::size_t(100), std::size_t(300), std::size_t(2000)}) {
+    const std::size_t rows = 4, ld = cols + 3;
+    const auto x = random_row<T>(rows * ld, 6.0, 0.0, static_cast<unsigned>(cols));
+    std::vector<T> y(rows * ld, T(-5));
+    for (auto a : sparsemax_algorithms) {
+      table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, a);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::vector<T> row(x.begin() + r * ld, x.begin() + r * ld + cols);
+        const auto alone = run<TypeParam>(a, row);
+        for (std::size_t c = 0; c < cols; ++c) EXPECT_EQ(y[r * ld + c], alone[c]) << r << ", " << c;
+        for (std::size_t c = cols; c < ld; ++c) EXPECT_EQ(y[r * ld + c], T(-5));
+      }
+    }
+  }
+}
+
 // Spec §6(5).
 TYPED_TEST(sparsemax_test, invariants) {
   using T = typename TypeParam::value_type;
