@@ -17,7 +17,7 @@ namespace {
 using namespace smax_bench;
 
 const std::vector<std::size_t> lengths = {64, 1000, 4096, 32768, 1048576};
-const std::vector<std::size_t> algorithm_lengths = {8, 16, 32, 64, 128, 256, 512, 1000, 4096, 32768};
+const std::vector<std::size_t> algorithm_lengths = {8, 16, 32, 64, 128, 256, 512, 1000, 4096, 32768, 262144, 1048576};
 
 // Largest absolute error of y against a double sort-based sparsemax of each row.
 double check(const float* x, const float* y, std::size_t rows, std::size_t cols) {
@@ -91,7 +91,8 @@ void register_sparsemax() {
   const std::pair<const char*, sparsemax_algorithm> algorithms[] = {
       {"smax_sort", sparsemax_algorithm::sort},
       {"smax_pivot", sparsemax_algorithm::pivot},
-      {"smax_filter", sparsemax_algorithm::filter}};
+      {"smax_filter", sparsemax_algorithm::filter},
+      {"smax_stream", sparsemax_algorithm::stream}};
   for (auto const& [name, algorithm] : algorithms) {
     const sparsemax_algorithm a = algorithm;
     register_variant(

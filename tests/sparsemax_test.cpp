@@ -19,13 +19,14 @@ using smax::kernels::sparsemax_algorithm;
 
 constexpr sparsemax_algorithm sparsemax_algorithms[] = {
     sparsemax_algorithm::sort, sparsemax_algorithm::pivot, sparsemax_algorithm::filter,
-    sparsemax_algorithm::automatic};
+    sparsemax_algorithm::stream, sparsemax_algorithm::automatic};
 
 inline const char* name_of(sparsemax_algorithm a) {
   switch (a) {
     case sparsemax_algorithm::sort: return "sort";
     case sparsemax_algorithm::pivot: return "pivot";
     case sparsemax_algorithm::filter: return "filter";
+    case sparsemax_algorithm::stream: return "stream";
     default: return "automatic";
   }
 }
@@ -120,6 +121,16 @@ TYPED_TEST(sparsemax_test, large_rows_spreads_and_offsets) {
         for (auto a : sparsemax_algorithms)
           EXPECT_TRUE((matches_reference<TypeParam>(a, x, ref))) << "spread " << spread << ", offset " << offset;
       }
+  // Monotone rows: ascending, the maximum comes last (every block's bound is weak when it is
+  // used); descending, it comes first.
+  for (bool ascending : {true, false}) {
+    std::vector<T> ramp(100003);
+    for (std::size_t i = 0; i < ramp.size(); ++i)
+      ramp[i] = T(20.0 * double(ascending ? i : ramp.size() - i) / double(ramp.size()));
+    const auto r = smax::reference::sparsemax(ramp.data(), ramp.size());
+    for (auto a : sparsemax_algorithms)
+      EXPECT_TRUE((matches_reference<TypeParam>(a, ramp, r))) << (ascending ? "ascending" : "descending");
+  }
   // A row whose support is large: a million values within 1e-3 of each other.
   const auto x = random_row<T>(1000003, 1e-3, 5.0, 9);
   const auto ref = smax::reference::sparsemax(x.data(), x.size());

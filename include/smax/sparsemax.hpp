@@ -8,7 +8,8 @@
 // 32 of them go to Michelot's exact method instead); longer rows bound tau from below by a few
 // Michelot rounds on the max pass's lane maxima, compact the few entries above that bound in one
 // SIMD pass, and finish with Michelot's exact method on them (spec §6(1)). tau is accumulated in
-// double. Three passes over x (max, compaction, write), no transcendental functions.
+// double. Three passes over x (max, compaction, write); rows of 2 MiB or more fuse the first two
+// block by block, so x is read from memory twice. No transcendental functions.
 //
 // Accuracy (checked by tests/sparsemax_test.cpp against a long-double sort-based reference on
 // every instruction set): |y_i - y*_i| <= 2^-22 (float) / 2^-50 (double), absolute, for every
