@@ -559,6 +559,40 @@ TEST(eigen_detail, partially_overlap) {
   EXPECT_FALSE(partially_overlap(p, 20, p + 1, 20, 5, 0));
 }
 
+// sparsemax and its backward pass: every argument form gives the pointer API's bits, writes
+// only the destination's rows, and allocates nothing through Eigen.
+TYPED_TEST(eigen_test, sparsemax_matches_the_pointer_api) {
+  using T = TypeParam;
+  const Eigen::Index rows = 5, cols = 300;
+  const row_matrix<T> x = random_matrix<T>(rows, cols, 30, T(3));
+  row_matrix<T> expected(rows, cols), dx_expected(rows, cols);
+  const row_matrix<T> dy = random_matrix<T>(rows, cols, 31);
+  const auto r = static_cast<std::size_t>(rows), c = static_cast<std::size_t>(cols);
+  smax::sparsemax_rows(x.data(), expected.data(), r, c, c);
+  smax::sparsemax_backward_rows(expected.data(), dy.data(), dx_expected.data(), r, c, c);
+  row_matrix<T> y(rows, cols), inplace = x, dx(rows, cols);
+  std::vector<T> buffer(static_cast<std::size_t>(rows * (cols + 7)), guard<T>);
+  strided_map<T> mapped(buffer.data(), rows, cols, Eigen::OuterStride<>(cols + 7));
+  col_matrix<T> cx = x.transpose(), cy(cols, rows);
+  const int failures_before = smax_test::eigen_assert_failures;
+  Eigen::internal::set_is_malloc_allowed(false);
+  smax::sparsemax(x, y);
+  smax::sparsemax(inplace, inplace);  // in place
+  smax::sparsemax(x, mapped);         // outer stride > cols: the padding stays untouched
+  smax::sparsemax(cx.transpose(), cy.transpose());  // over the columns of a column-major matrix
+  smax::sparsemax_backward(y, dy, dx);
+  Eigen::internal::set_is_malloc_allowed(true);
+  EXPECT_TRUE(bitwise_equal(y, expected));
+  EXPECT_TRUE(bitwise_equal(inplace, expected));
+  EXPECT_TRUE(bitwise_equal(row_matrix<T>(mapped), expected));
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = cols; j < cols + 7; ++j)
+      EXPECT_EQ(buffer[static_cast<std::size_t>(i * (cols + 7) + j)], guard<T>);
+  EXPECT_TRUE(bitwise_equal(row_matrix<T>(cy.transpose()), expected));
+  EXPECT_TRUE(bitwise_equal(dx, dx_expected));
+  EXPECT_EQ(smax_test::eigen_assert_failures, failures_before) << "Eigen allocated";
+}
+
 TEST(eigen_preconditions, shape_mismatch) {
   const row_matrix<float> x = random_matrix<float>(3, 8, 20);
   row_matrix<float> y = row_matrix<float>::Zero(3, 9);

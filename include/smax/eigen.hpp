@@ -1,6 +1,7 @@
 #pragma once
-// Eigen overloads of the softmax family: softmax, log-softmax, softpick and their backward passes over the
-// rows of Eigen row-major matrices, Maps, Refs, blocks, transposes and arrays, without copies.
+// Eigen overloads of the smax families (softmax, log-softmax, softpick, sparsemax, sigmoid, SSMax
+// and their backward passes) over the rows of Eigen row-major matrices, Maps, Refs, blocks,
+// transposes and arrays, without copies.
 // The only smax header that includes Eigen.
 //
 //   using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -54,6 +55,7 @@
 #include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "softpick.hpp"
+#include "sparsemax.hpp"
 #include "ssmax.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 3, 0), "smax/eigen.hpp needs Eigen 3.3 or newer");
@@ -266,6 +268,44 @@ inline void softpick_backward(X const& x, Y const& y, DY const& dy, DX& dx,
   }
 }
 
+template <class X, class Y>
+inline void sparsemax_forward(X const& x, Y& y) noexcept {
+  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
+  if constexpr (ok) {
+    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
+    if (!same_shape(x, y)) return fill_nan(y);
+    const auto rows = static_cast<std::size_t>(x.rows());
+    const auto cols = static_cast<std::size_t>(x.cols());
+    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
+    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
+                "smax/eigen.hpp: x and y overlap without being the same matrix");
+    if (rows == 0 || cols == 0) return;
+    sparsemax_api::default_table::forward(x.data(), ldx, y.data(), ldy, rows, cols,
+                                          kernels::sparsemax_algorithm::automatic);
+  }
+}
+
+template <class Y, class DY, class DX>
+inline void sparsemax_backward(Y const& y, DY const& dy, DX& dx) noexcept {
+  constexpr bool ok = check_input<Y>() && check_input<DY>() && check_output<DX>() &&
+                      check_same_scalar<Y, DY>() && check_same_scalar<Y, DX>();
+  if constexpr (ok) {
+    SMAX_ASSERT(same_shape(y, dy) && same_shape(y, dx) &&
+                "smax/eigen.hpp: y, dy and dx must have the same shape");
+    if (!same_shape(y, dy) || !same_shape(y, dx)) return fill_nan(dx);
+    const auto rows = static_cast<std::size_t>(y.rows());
+    const auto cols = static_cast<std::size_t>(y.cols());
+    const std::size_t ldy = leading_dimension(y), lddy = leading_dimension(dy),
+                      lddx = leading_dimension(dx);
+    SMAX_ASSERT(!partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
+                !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
+                "smax/eigen.hpp: dx overlaps y or dy without being the same matrix");
+    if (rows == 0 || cols == 0) return;
+    sparsemax_api::default_table::backward(y.data(), ldy, dy.data(), lddy, dx.data(), lddx, rows,
+                                           cols);
+  }
+}
+
 // The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
 // after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
 // overlap of the output with an input, NaN output on a shape mismatch in release builds).
@@ -374,6 +414,26 @@ inline void softpick_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> 
                               Eigen::DenseBase<DY> const& dy, DX&& dx,
                               softpick_options const& opts = {}) noexcept {
   eigen_detail::softpick_backward(x.derived(), y.derived(), dy.derived(), dx, opts);
+}
+
+// Sparsemax of each row of x into the same row of y: y(r, i) = max(x(r, i) - tau_r, 0) with
+// tau_r such that the row sums to 1, exactly as smax::sparsemax_rows (sparsemax.hpp), with its
+// bound (|error| <= 2^-22 float, 2^-50 double, absolute) and policy (masked entries give 0; all
+// masked, NaN or +inf rows give NaN). Same argument rules as softmax: row-major, no copies,
+// .transpose() for columns, y may be x but must not partially overlap it.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void sparsemax(Eigen::DenseBase<X> const& x, Y&& y) noexcept {
+  eigen_detail::sparsemax_forward(x.derived(), y);
+}
+
+// Backward pass of the row sparsemax, for y = sparsemax(x) and the upstream gradient dy:
+//   dx(r, i) = [y(r, i) > 0]·(dy(r, i) - mean over the support of row r of dy),
+// exactly as smax::sparsemax_backward_rows (sparsemax.hpp). Same argument rules as
+// softmax_backward.
+template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
+inline void sparsemax_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
+                               DX&& dx) noexcept {
+  eigen_detail::sparsemax_backward(y.derived(), dy.derived(), dx);
 }
 
 // The other families over the rows of Eigen objects, with the same argument rules as softmax

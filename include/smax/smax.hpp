@@ -8,5 +8,6 @@
 #include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "softpick.hpp"
+#include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "version.hpp"

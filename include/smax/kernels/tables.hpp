@@ -5,6 +5,7 @@
 
 #include "sigmoid.hpp"
 #include "softpick.hpp"
+#include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "table.hpp"
 
@@ -12,4 +13,5 @@
   X(table)                    \
   X(sigmoid_table)            \
   X(softpick_table)           \
+  X(sparsemax_table)          \
   X(ssmax_table)
