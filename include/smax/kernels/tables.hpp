@@ -3,6 +3,7 @@
 // (cmake/smax_dispatch_arch.cpp.in) compiles for its instruction set. A new family adds its
 // header here and its table to SMAX_KERNEL_TABLES.
 
+#include "multimax.hpp"
 #include "table.hpp"
 
-#define SMAX_KERNEL_TABLES(X) X(table)
+#define SMAX_KERNEL_TABLES(X) X(table) X(multimax_table)

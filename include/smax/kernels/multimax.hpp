@@ -1,0 +1,356 @@
+#pragma once
+// MultiMax (spec §10): y = softmax(σ(x)) with the second-order modulation
+//   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²,
+// and its backward pass with the gradients of the eight parameters.
+//
+// The forward pass is the three-pass softmax (softmax_three_pass.hpp) with σ applied inside its
+// lambdas: the max pass takes the maximum (and minimum) of σ(x), the exp pass recomputes σ(x)
+// and takes exp(σ(x) - max) with the rounding error of the difference recovered exactly, the
+// last pass scales by 1/sum. σ is never stored: recomputing it costs fewer cycles than a store
+// and a reload from memory once the row leaves the cache. Masked entries (x = -inf) are selected
+// to -inf after σ (σ(-inf) is NaN or ±inf depending on the parameters, spec §0.2), so they take
+// part in no reduction and come out as exactly 0. With every parameter 0, σ(x) = x exactly (each
+// term is an FMA with a zero product) and the result is the softmax three-pass result bit for bit.
+//
+// Members of multimax_table are defined out of class and not inline, and every helper is
+// templated on A (see table.hpp): this is what makes runtime dispatch ODR-safe.
+
+#include <cmath>
+#include <cstddef>
+
+#include "../primitives/exp_minus_max.hpp"
+#include "../primitives/map_reduce.hpp"
+#include "../primitives/reduce_max.hpp"
+#include "row_policy.hpp"
+
+namespace smax {
+namespace kernels {
+
+// The eight parameters in the kernel's element type: t[k] scales term k, r[k] is its kink.
+template <class T>
+struct multimax_parameters {
+  T t[4];
+  T r[4];
+};
+
+namespace detail {
+
+// σ(x) for a batch, masked lanes (x = -inf) kept at -inf. NaN stays NaN (x is the first
+// addend of the FMA chain). Each term is added by one FMA into the running sum, so with zero
+// parameters every step returns its addend exactly and σ(x) = x.
+// Rounding: |computed - σ(x)| <= 8u·M(x) (u the unit roundoff, M(x) = |x| + Σ|term_k|): four
+// roundings of the running sum (|partial| <= M), one for each relu difference, one for each
+// squaring and product t·relu, two for an unfused mul_add (SSE2).
+template <class A, class T>
+struct multimax_modulation {
+  using batch = xsimd::batch<T, A>;
+  batch t0, t1, t2, t3, r0, r1, r2, r3;
+
+  explicit multimax_modulation(multimax_parameters<T> const& p) noexcept
+      : t0(p.t[0]), t1(p.t[1]), t2(p.t[2]), t3(p.t[3]), r0(p.r[0]), r1(p.r[1]), r2(p.r[2]),
+        r3(p.r[3]) {}
+
+  batch operator()(batch const& x) const noexcept {
+    const batch zero(T(0));
+    const batch below0 = xsimd::max(r0 - x, zero);
+    const batch above1 = xsimd::max(x - r1, zero);
+    const batch below2 = xsimd::max(r2 - x, zero);
+    const batch above3 = xsimd::max(x - r3, zero);
+    batch s = smax::detail::mul_add(t0, below0, x);
+    s = smax::detail::mul_add(t1, above1, s);
+    s = smax::detail::mul_add(t2 * below2, below2, s);
+    s = smax::detail::mul_add(t3 * above3, above3, s);
+    return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
+  }
+};
+
+template <class A, class T>
+inline bool valid_parameters(multimax_parameters<T> const& p) noexcept {
+  const T inf = __builtin_huge_val();
+  for (int k = 0; k < 4; ++k)
+    if (!(p.t[k] > -inf && p.t[k] < inf && p.r[k] > -inf && p.r[k] < inf)) return false;
+  return true;
+}
+
+// A row's spec §0.2 outcome from the maximum of σ: NaN (a NaN or +inf in the maximum) and fully
+// masked (-inf) rows are NaN rows (MultiMax has no zero_masked_rows mode). A NaN the maximum
+// missed shows up in the sum of exponentials instead.
+template <class A, class T>
+inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexcept {
+  const T inf = __builtin_huge_val();
+  if (has_nan || max == inf || max == -inf) {
+    fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+    return true;
+  }
+  return false;
+}
+
+// Rows of at most four registers: σ is computed once, in registers (as softmax's short_row).
+template <class A, class T>
+inline void multimax_short_row(const T* x, T* y, std::size_t n,
+                               multimax_modulation<A, T> const& sigma) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T neg_inf = -__builtin_huge_val();
+  const std::size_t full = n / width, tail = n % width;
+  batch v[4] = {batch(neg_inf), batch(neg_inf), batch(neg_inf), batch(neg_inf)};
+  for (std::size_t j = 0; j < full; ++j) v[j] = sigma(batch::load_unaligned(x + j * width));
+  if (tail) v[full] = sigma(primitives::load_partial<A>(x + full * width, tail, neg_inf));
+  const std::size_t count = full + (tail != 0);
+  batch m = v[0];
+  auto has_nan = xsimd::isnan(v[0]);
+  for (std::size_t j = 1; j < count; ++j) {
+    m = xsimd::max(m, v[j]);
+    has_nan = has_nan | xsimd::isnan(v[j]);
+  }
+  const T max = smax::detail::horizontal_max(m);
+  if (multimax_special_row<A>(max, xsimd::any(has_nan), y, n)) return;
+  const primitives::exp_minus_max<A, T, false> e(max, T(1));
+  batch s(T(0));
+  for (std::size_t j = 0; j < count; ++j) {
+    v[j] = e(v[j]);
+    s += v[j];
+  }
+  const double sum = smax::detail::horizontal_sum(s);
+  const batch c(static_cast<T>(1.0 / sum));
+  for (std::size_t j = 0; j < count; ++j) v[j] *= c;
+  for (std::size_t j = 0; j < full; ++j) v[j].store_unaligned(y + j * width);
+  if (tail) primitives::store_partial<A>(y + full * width, tail, v[full]);
+}
+
+// Largest and smallest σ(x) of a row (primitives::reduce_range with σ applied): masked entries
+// give -inf to both (as softmax's reduce_range sees them), NaN is not flagged.
+template <class A, class T>
+inline primitives::range_result<T> multimax_range(const T* x, std::size_t n,
+                                                  multimax_modulation<A, T> const& sigma) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T inf = __builtin_huge_val();
+  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf);
+  batch l0(inf), l1(inf);
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    const batch v0 = sigma(batch::load_unaligned(x + i));
+    const batch v1 = sigma(batch::load_unaligned(x + i + width));
+    const batch v2 = sigma(batch::load_unaligned(x + i + 2 * width));
+    const batch v3 = sigma(batch::load_unaligned(x + i + 3 * width));
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    l0 = xsimd::min(l0, xsimd::min(v0, v1));
+    l1 = xsimd::min(l1, xsimd::min(v2, v3));
+  }
+  for (; i + width <= n; i += width) {
+    const batch v = sigma(batch::load_unaligned(x + i));
+    m0 = xsimd::max(m0, v);
+    l0 = xsimd::min(l0, v);
+  }
+  if (i < n) {
+    // Padded with a copy of an element of the row, which changes neither extreme.
+    const batch v = sigma(primitives::load_partial<A>(x + i, n - i, x[i]));
+    m1 = xsimd::max(m1, v);
+    l1 = xsimd::min(l1, v);
+  }
+  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+  return {smax::detail::horizontal_max(m), -smax::detail::horizontal_max(-xsimd::min(l0, l1))};
+}
+
+template <class A, class T>
+inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A, T> const& sigma,
+                         std::size_t next_row) noexcept {
+  using batch = xsimd::batch<T, A>;
+  if (n <= 4 * batch::size) return multimax_short_row<A>(x, y, n, sigma);
+  const T neg_inf = -__builtin_huge_val();
+  const auto r = multimax_range<A>(x, n, sigma);
+  // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
+  if (multimax_special_row<A>(r.max, r.max != r.max, y, n)) return;
+  const double s = primitives::with_exp_minus_max<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
+    return primitives::map_sum<A, true>(
+        x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
+  });
+  if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+  const batch c(static_cast<T>(1.0 / s));
+  primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
+}
+
+template <class A, class T>
+inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                  std::size_t rows, std::size_t cols,
+                                  multimax_parameters<T> const& p) noexcept {
+  if (!valid_parameters<A>(p)) {
+    for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
+    return;
+  }
+  const multimax_modulation<A, T> sigma(p);
+  for (std::size_t r = 0; r < rows; ++r) {
+    // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
+    const std::size_t next = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
+    multimax_row<A>(x + r * ldx, y + r * ldy, cols, sigma, next);
+  }
+}
+
+// The parameter-gradient sums of spec §10(4), in double, indexed as below:
+//   0: Σ gz·relu(r0 - x)   1: Σ gz·[x < r0]   2: Σ gz·relu(x - r1)   3: Σ gz·[x > r1]
+//   4: Σ gz·relu(r2 - x)   5: Σ gz·relu(r2 - x)²   6: Σ gz·relu(x - r3)   7: Σ gz·relu(x - r3)²
+constexpr int multimax_sum_count = 8;
+
+// dx = gz·σ'(x) with gz = y·(dy - <dy, y>), and (when Params) the eight sums added to sums[].
+// A masked entry (x = -inf, y = 0) has gz = 0; its x is replaced by 0 so that σ' stays finite:
+// dx = 0 and it adds nothing. In a NaN row (y NaN, including an all-masked row) everything is NaN.
+// The sums are blocked: vector partial sums of at most 16 terms per lane, folded into double.
+template <class A, bool Params, class T>
+inline void multimax_backward_row(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
+                                  multimax_parameters<T> const& p, double* sums) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const double dot =
+      primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
+  const T neg_inf = -__builtin_huge_val();
+  const batch d(static_cast<T>(dot)), zero(T(0)), one(T(1));
+  const batch t0(p.t[0]), t1(p.t[1]), two_t2(2 * p.t[2]), two_t3(2 * p.t[3]);
+  const batch r0(p.r[0]), r1(p.r[1]), r2(p.r[2]), r3(p.r[3]);
+  batch acc[8];
+  auto clear = [&] {
+    for (auto& a : acc) a = zero;
+  };
+  auto fold = [&] {
+    if (Params)
+      for (int k = 0; k < multimax_sum_count; ++k) sums[k] += smax::detail::horizontal_sum(acc[k]);
+  };
+  // One vector: returns dx and adds this vector's terms to the accumulators.
+  auto step = [&](batch const& xv, batch const& yv, batch const& dyv) {
+    const batch xc = xsimd::select(xv == batch(neg_inf), zero, xv);
+    const batch gz = yv * (dyv - d);
+    const batch below0 = xsimd::max(r0 - xc, zero);
+    const batch above1 = xsimd::max(xc - r1, zero);
+    const batch below2 = xsimd::max(r2 - xc, zero);
+    const batch above3 = xsimd::max(xc - r3, zero);
+    const batch is_below0 = xsimd::select(xc < r0, one, zero);
+    const batch is_above1 = xsimd::select(xc > r1, one, zero);
+    // σ'(x) = 1 - t0·[x < r0] + t1·[x > r1] - 2t2·relu(r2 - x) + 2t3·relu(x - r3)
+    batch slope = smax::detail::neg_mul_add(t0, is_below0, one);
+    slope = smax::detail::mul_add(t1, is_above1, slope);
+    slope = smax::detail::neg_mul_add(two_t2, below2, slope);
+    slope = smax::detail::mul_add(two_t3, above3, slope);
+    if (Params) {
+      const batch g_below2 = gz * below2, g_above3 = gz * above3;
+      acc[0] = smax::detail::mul_add(gz, below0, acc[0]);
+      acc[1] = smax::detail::mul_add(gz, is_below0, acc[1]);
+      acc[2] = smax::detail::mul_add(gz, above1, acc[2]);
+      acc[3] = smax::detail::mul_add(gz, is_above1, acc[3]);
+      acc[4] += g_below2;
+      acc[5] = smax::detail::mul_add(g_below2, below2, acc[5]);
+      acc[6] += g_above3;
+      acc[7] = smax::detail::mul_add(g_above3, above3, acc[7]);
+    }
+    return gz * slope;
+  };
+  // 16 vectors per block: each lane adds at most 16 terms before the fold into double.
+  constexpr std::size_t block = 16 * width;
+  std::size_t i = 0;
+  while (i + width <= n) {
+    const std::size_t block_end = n - i > block ? i + block : n;
+    clear();
+    for (; i + width <= block_end; i += width)
+      step(batch::load_unaligned(x + i), batch::load_unaligned(y + i), batch::load_unaligned(dy + i))
+          .store_unaligned(dx + i);
+    fold();
+  }
+  if (i < n) {
+    // The padding lanes are masked (x = -inf): they add nothing.
+    clear();
+    const batch r = step(primitives::load_partial<A>(x + i, n - i, neg_inf),
+                         primitives::load_partial<A>(y + i, n - i, T(0)),
+                         primitives::load_partial<A>(dy + i, n - i, T(0)));
+    primitives::store_partial<A>(dx + i, n - i, r);
+    fold();
+  }
+}
+
+template <class A, class T>
+inline void multimax_backward_rows(const T* x, std::size_t ldx, const T* y, std::size_t ldy,
+                                   const T* dy, std::size_t lddy, T* dx, std::size_t lddx,
+                                   std::size_t rows, std::size_t cols,
+                                   multimax_parameters<T> const& p, double* param_grads) noexcept {
+  const double nan = __builtin_nan("");
+  if (!valid_parameters<A>(p)) {
+    for (std::size_t r = 0; r < rows; ++r) fill_row<A>(dx + r * lddx, cols, static_cast<T>(nan));
+    if (param_grads)
+      for (int k = 0; k < 8; ++k) param_grads[k] = nan;
+    return;
+  }
+  double s[multimax_sum_count] = {};
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (param_grads)
+      multimax_backward_row<A, true>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, p, s);
+    else
+      multimax_backward_row<A, false>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, p, s);
+  }
+  if (!param_grads) return;
+  const double t0 = p.t[0], t1 = p.t[1], t2 = p.t[2], t3 = p.t[3];
+  param_grads[0] = s[0];            // dt0 = Σ gz·relu(r0 - x)
+  param_grads[1] = s[2];            // dt1 = Σ gz·relu(x - r1)
+  param_grads[2] = s[5];            // dt2 = Σ gz·relu(r2 - x)²
+  param_grads[3] = s[7];            // dt3 = Σ gz·relu(x - r3)²
+  param_grads[4] = t0 * s[1];       // dr0 = t0·Σ gz·[x < r0]
+  param_grads[5] = -t1 * s[3];      // dr1 = -t1·Σ gz·[x > r1]
+  param_grads[6] = 2 * t2 * s[4];   // dr2 = 2t2·Σ gz·relu(r2 - x)
+  param_grads[7] = -2 * t3 * s[6];  // dr3 = -2t3·Σ gz·relu(x - r3)
+}
+
+}  // namespace detail
+
+// The MultiMax kernels for instruction set A. params: t0..t3 then r0..r3. param_grads (may be
+// null): dt0..dt3 then dr0..dr3, summed over the rows, overwritten.
+template <class A>
+struct multimax_table {
+  static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
+                      std::size_t cols, multimax_parameters<float> const& params) noexcept;
+  static void forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
+                      std::size_t rows, std::size_t cols,
+                      multimax_parameters<double> const& params) noexcept;
+  static void backward(const float* x, std::size_t ldx, const float* y, std::size_t ldy,
+                       const float* dy, std::size_t lddy, float* dx, std::size_t lddx,
+                       std::size_t rows, std::size_t cols, multimax_parameters<float> const& params,
+                       double* param_grads) noexcept;
+  static void backward(const double* x, std::size_t ldx, const double* y, std::size_t ldy,
+                       const double* dy, std::size_t lddy, double* dx, std::size_t lddx,
+                       std::size_t rows, std::size_t cols,
+                       multimax_parameters<double> const& params, double* param_grads) noexcept;
+};
+
+template <class A>
+void multimax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
+                                std::size_t rows, std::size_t cols,
+                                multimax_parameters<float> const& params) noexcept {
+  detail::multimax_forward_rows<A>(x, ldx, y, ldy, rows, cols, params);
+}
+template <class A>
+void multimax_table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
+                                std::size_t rows, std::size_t cols,
+                                multimax_parameters<double> const& params) noexcept {
+  detail::multimax_forward_rows<A>(x, ldx, y, ldy, rows, cols, params);
+}
+template <class A>
+void multimax_table<A>::backward(const float* x, std::size_t ldx, const float* y, std::size_t ldy,
+                                 const float* dy, std::size_t lddy, float* dx, std::size_t lddx,
+                                 std::size_t rows, std::size_t cols,
+                                 multimax_parameters<float> const& params,
+                                 double* param_grads) noexcept {
+  detail::multimax_backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, params, param_grads);
+}
+template <class A>
+void multimax_table<A>::backward(const double* x, std::size_t ldx, const double* y,
+                                 std::size_t ldy, const double* dy, std::size_t lddy, double* dx,
+                                 std::size_t lddx, std::size_t rows, std::size_t cols,
+                                 multimax_parameters<double> const& params,
+                                 double* param_grads) noexcept {
+  detail::multimax_backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, params, param_grads);
+}
+
+}  // namespace kernels
+}  // namespace smax
+
+#include "../detail/dispatch_declarations.hpp"
+SMAX_DECLARE_DISPATCHED_TABLE(multimax_table)
