@@ -63,15 +63,14 @@ void forward(params const& p, const T* x, T* y, std::size_t n) {
   smax::kernels::multimax_table<typename C::arch>::forward(x, n, y, n, 1, n, kernel_params<T>(p));
 }
 
-// M(x) = |x| + Σ|term_k(x)|: what the rounding of σ in T is proportional to (multimax.hpp).
+// W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)², R = max|r_k|: what the rounding
+// of σ in T is bounded by (16u·W, multimax.hpp).
 template <class T>
 long double magnitude(T x, smax::reference::multimax_parameters const& q) {
-  using smax::reference::multimax_relu;
-  const long double v = x;
-  const long double b0 = multimax_relu(q.r[0] - v), a1 = multimax_relu(v - q.r[1]);
-  const long double b2 = multimax_relu(q.r[2] - v), a3 = multimax_relu(v - q.r[3]);
-  return std::fabs(v) + std::fabs(q.t[0]) * b0 + std::fabs(q.t[1]) * a1 + std::fabs(q.t[2]) * b2 * b2 +
-         std::fabs(q.t[3]) * a3 * a3;
+  long double r = 0;
+  for (auto v : q.r) r = std::fmax(r, std::fabs(v));
+  const long double w = std::fabs(static_cast<long double>(x)) + r;
+  return (1 + std::fabs(q.t[0]) + std::fabs(q.t[1])) * w + (std::fabs(q.t[2]) + std::fabs(q.t[3])) * w * w;
 }
 
 // S(x) = 1 + |t0|·[x < r0] + |t1|·[x > r1] + 2|t2|·relu(r2 - x) + 2|t3|·relu(x - r3): the
@@ -122,8 +121,8 @@ backward_bounds<T> backward_bound(std::vector<T> const& x, std::vector<T> const&
   return b;
 }
 
-// The forward bound of multimax.hpp: relative 1e-6 + 2^-20·(M_i + max_j M_j) (float), 1e-14 +
-// 2^-49·(M_i + max_j M_j) (double), the M terms absent when every t is 0; outputs below the
+// The forward bound of multimax.hpp: relative 1e-6 + 2^-20·(W_i + max_j W_j) (float), 1e-14 +
+// 2^-49·(W_i + max_j W_j) (double), the W terms absent when every t is 0; outputs below the
 // smallest normal may be flushed.
 template <class C, class T>
 ::testing::AssertionResult matches_reference(params const& p, std::vector<T> const& x) {
@@ -314,7 +313,7 @@ TYPED_TEST(multimax_test, flatten_below) {
   forward<TypeParam>(flat, x.data(), y.data(), n);
   EXPECT_TRUE((matches_reference<TypeParam>(flat, x)));
   // Every x < r0 gets the same output, up to the rounding of σ(x) = x + (r0 - x) (the forward
-  // bound, twice: 1e-6 + 2^-20·2·max M each in float).
+  // bound, twice: 1e-6 + 2^-20·2·max W each in float).
   const auto q = reference_params<T>(flat);
   long double max_magnitude = 0;
   for (T v : x) max_magnitude = std::fmax(max_magnitude, magnitude(v, q));

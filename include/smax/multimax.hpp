@@ -7,17 +7,19 @@
 //
 // (the second-order form the reference code ships, 4 + 4 parameters; t_k = r_k = 0 is plain
 // softmax). The maximum is taken over σ(x), not x: σ need not be monotone (t0 > 1 reverses the
-// order below r0, t2 > 0 makes σ grow again as x -> -inf). σ is computed inside the max pass and
-// recomputed inside the exp pass (no temporary), and the rounding error of σ(x) - m is carried
-// into the exponential exactly, as in softmax.
+// order below r0, t2 > 0 makes σ grow again as x -> -inf). When σ is nondecreasing (t2 <= 0 <=
+// t3, 1 - t0 >= 0, 1 + t1 >= 0, 1 - t0 + t1 >= 0, spec §10(5)) the maximum is σ(max x) and the
+// max pass costs what softmax's does; otherwise it evaluates σ. σ is recomputed in the exp pass
+// (no temporary), and the rounding error of σ(x) - shift is carried into the exponential
+// exactly, as in softmax.
 //
 // Accuracy, checked by tests/multimax_test.cpp against a long-double reference on every
-// instruction set. float: relative error <= 1e-6 + 2^-20·(M_i + max_j M_j) for every output
-// >= FLT_MIN, where M(x) = |x| + |t0|·relu(r0 - x) + |t1|·relu(x - r1) + |t2|·relu(r2 - x)² +
-// |t3|·relu(x - r3)² bounds the rounding of σ in float (8 roundings of at most M each) and the
-// maximum runs over the unmasked entries; with all t = 0, σ(x) = x exactly and the result is
+// instruction set. float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
+// >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)², R = max|r_k|,
+// bounds the rounding of σ in float (16 roundings of at most W) and the maximum runs over the
+// unmasked entries. With all t = 0, σ(x) = x exactly and the result is
 // smax::softmax(smax::three_pass, ...)'s bit for bit (relative error <= 1e-6). double: the same
-// with 1e-14 + 2^-49·(M_i + max_j M_j). The parameters are rounded to the element type first
+// with 1e-14 + 2^-49·(W_i + max_j W_j). The parameters are rounded to the element type first
 // (the float kernels compute with float parameters): the bound is against that σ.
 //
 // Bad input (spec §0.2): n = 0 does nothing. -inf entries are masked after the modulation

@@ -4,13 +4,19 @@
 // and its backward pass with the gradients of the eight parameters.
 //
 // The forward pass is the three-pass softmax (softmax_three_pass.hpp) with σ applied inside its
-// lambdas: the max pass takes the maximum (and minimum) of σ(x), the exp pass recomputes σ(x)
-// and takes exp(σ(x) - max) with the rounding error of the difference recovered exactly, the
-// last pass scales by 1/sum. σ is never stored: recomputing it costs fewer cycles than a store
-// and a reload from memory once the row leaves the cache. Masked entries (x = -inf) are selected
-// to -inf after σ (σ(-inf) is NaN or ±inf depending on the parameters, spec §0.2), so they take
-// part in no reduction and come out as exactly 0. With every parameter 0, σ(x) = x exactly (each
-// term is an FMA with a zero product) and the result is the softmax three-pass result bit for bit.
+// lambdas, never stored (recomputing costs fewer cycles than a store and a reload once the row
+// leaves the cache):
+// * σ nondecreasing (t2 <= 0 <= t3, 1 - t0 >= 0, 1 + t1 >= 0, 1 - t0 + t1 >= 0: the spec's
+//   monotonicity condition, and the trained parameters' usual region): the max pass is softmax's
+//   (max and min of x), max σ = σ(max x), and the exp pass evaluates a 10-operation form of σ
+//   shifted by a constant (multimax_modulation_nondecreasing).
+// * otherwise the max pass takes the maximum and minimum of σ(x) itself (multimax_range).
+// Either way exp(σ(x) - shift) carries the rounding error of the difference exactly, as in
+// softmax, and the last pass scales by 1/sum. Rows of at most four registers compute σ once,
+// in registers. Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or ±inf
+// depending on the parameters, spec §0.2), so they take part in no reduction and come out as
+// exactly 0. With every t = 0, σ(x) = x exactly (each term is an FMA with a zero product) and
+// the result is the three-pass softmax's bit for bit.
 //
 // Members of multimax_table are defined out of class and not inline, and every helper is
 // templated on A (see table.hpp): this is what makes runtime dispatch ODR-safe.
@@ -40,8 +46,9 @@ namespace detail {
 // parameters every step returns its addend exactly and σ(x) = x.
 // Rounding: |computed - σ(x)| <= 8u·M(x) (u the unit roundoff, M(x) = |x| + Σ|term_k|): four
 // roundings of the running sum (|partial| <= M), one for each relu difference, one for each
-// squaring and product t·relu, two for an unfused mul_add (SSE2).
-template <class A, class T>
+// squaring and product t·relu, two for an unfused mul_add (SSE2). M(x) <= W(x), so this is within
+// the 16u·W(x) of multimax_modulation_nondecreasing that the public bound states.
+template <class A, class T, bool Masked = true>
 struct multimax_modulation {
   using batch = xsimd::batch<T, A>;
   batch t0, t1, t2, t3, r0, r1, r2, r3;
@@ -60,7 +67,8 @@ struct multimax_modulation {
     s = smax::detail::mul_add(t1, above1, s);
     s = smax::detail::mul_add(t2 * below2, below2, s);
     s = smax::detail::mul_add(t3 * above3, above3, s);
-    return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
+    if constexpr (!Masked) return s;  // for rows known to hold no -inf
+    else return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
   }
 };
 
@@ -156,11 +164,128 @@ inline primitives::range_result<T> multimax_range(const T* x, std::size_t n,
   return {smax::detail::horizontal_max(m), -smax::detail::horizontal_max(-xsimd::min(l0, l1))};
 }
 
+// Whether σ is nondecreasing everywhere (spec §10(5)'s sufficient condition, with equality
+// allowed): t2 <= 0, t3 >= 0 and 1 - t0·a + t1·b >= 0 for a, b in {0, 1}. Then the largest σ of a
+// row is σ(max x), and the max pass needs only max x.
+template <class A, class T>
+inline bool multimax_nondecreasing(multimax_parameters<T> const& p) noexcept {
+  const double t0 = p.t[0], t1 = p.t[1];
+  return p.t[2] <= T(0) && p.t[3] >= T(0) && 1 - t0 >= 0 && 1 + t1 >= 0 && 1 - t0 + t1 >= 0;
+}
+
+// σ shifted by the constant t0·r0 - t1·r1 (softmax does not see a shift) for parameters with
+// t2 <= 0 <= t3, in ten operations where multimax_modulation takes fourteen:
+//   σ(x) - t0·r0 + t1·r1 = x - t0·min(x, r0) + t1·max(x, r1) - (k2·r2 - k2·x)_+² + (k3·x - k3·r3)_+²
+// with k2 = sqrt(-t2), k3 = sqrt(t3). Masked lanes as in multimax_modulation. With every t = 0
+// each step returns x exactly. Rounding (u the unit roundoff): |error| <= 16u·W(x), W(x) =
+// (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)², R = max|r_k| (four roundings of partial
+// sums bounded by W; k·r rounded moves each square's base by u·k(|x| + 2|r|)).
+template <class A, class T, bool Masked>
+struct multimax_modulation_nondecreasing {
+  using batch = xsimd::batch<T, A>;
+  batch t0, t1, r0, r1, k2, k2_r2, k3, k3_r3;
+
+  explicit multimax_modulation_nondecreasing(multimax_parameters<T> const& p) noexcept
+      : t0(p.t[0]), t1(p.t[1]), r0(p.r[0]), r1(p.r[1]), k2(std::sqrt(-p.t[2])),
+        k2_r2(std::sqrt(-p.t[2]) * p.r[2]), k3(std::sqrt(p.t[3])), k3_r3(std::sqrt(p.t[3]) * p.r[3]) {}
+
+  batch operator()(batch const& x) const noexcept {
+    const batch zero(T(0));
+    batch s = smax::detail::neg_mul_add(t0, xsimd::min(x, r0), x);
+    s = smax::detail::mul_add(t1, xsimd::max(x, r1), s);
+    const batch below2 = xsimd::max(smax::detail::neg_mul_add(k2, x, k2_r2), zero);
+    s = smax::detail::neg_mul_add(below2, below2, s);
+    const batch above3 = xsimd::max(smax::detail::mul_sub(k3, x, k3_r3), zero);
+    s = smax::detail::mul_add(above3, above3, s);
+    if constexpr (!Masked) return s;
+    else return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
+  }
+};
+
+// Twice the rounding bound 16u·W(x) of both modulations (multimax_modulation's 8u·M(x) is
+// below it): 2^-19·W(x) (float), 2^-48·W(x) (double); 0 when every t is 0 (σ(x) = x exactly).
+// W grows with |x|, so over an interval it is largest at an end.
+template <class A, class T>
+inline double multimax_rounding_margin(double x, multimax_parameters<T> const& p) noexcept {
+  if (p.t[0] == T(0) && p.t[1] == T(0) && p.t[2] == T(0) && p.t[3] == T(0)) return 0.0;
+  double r = 0;
+  for (int k = 0; k < 4; ++k) r = std::fmax(r, std::fabs(double(p.r[k])));
+  const double w = std::fabs(x) + r;
+  const double bound = (1 + std::fabs(double(p.t[0])) + std::fabs(double(p.t[1]))) * w +
+                       (std::fabs(double(p.t[2])) + std::fabs(double(p.t[3]))) * w * w;
+  return (sizeof(T) == 4 ? 0x1p-19 : 0x1p-48) * bound;
+}
+
+// Smallest x other than -inf (+inf if none): for rows whose minimum is -inf.
+template <class A, class T>
+inline T multimax_finite_min(const T* x, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T inf = __builtin_huge_val();
+  const batch pos_inf(inf), neg_inf(-inf);
+  batch l(inf);
+  std::size_t i = 0;
+  for (; i + width <= n; i += width) {
+    const batch v = batch::load_unaligned(x + i);
+    l = xsimd::min(l, xsimd::select(v == neg_inf, pos_inf, v));
+  }
+  if (i < n) {
+    const batch v = primitives::load_partial<A>(x + i, n - i, inf);
+    l = xsimd::min(l, xsimd::select(v == neg_inf, pos_inf, v));
+  }
+  return -smax::detail::horizontal_max(-l);
+}
+
+// Rows whose σ is nondecreasing: the max pass is softmax's (max and min of x, two operations per
+// element), and σ(max x) is the maximum. The computed σ is not exactly monotone (it is
+// rounded), so the shift is σ(max x) raised by the rounding margin: every σ(x_i) - shift is then
+// <= 0, which keeps exp's argument in its domain and each Fast2Sum form of exp_minus_max exact
+// (its preconditions hold with shift as the maximum and σ(min x) lowered by the margin as the
+// minimum). With all t = 0 the margin is 0 and this is softmax's arithmetic.
+template <class A, class T>
+inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
+                                       multimax_parameters<T> const& p,
+                                       multimax_modulation_nondecreasing<A, T, false> const& unmasked,
+                                       multimax_modulation_nondecreasing<A, T, true> const& sigma,
+                                       std::size_t next_row) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const T inf = __builtin_huge_val();
+  const T nan = __builtin_nan("");
+  const auto range = primitives::reduce_range<A, true>(x, n);
+  // NaN or +inf in the maximum, or a fully masked row. A NaN elsewhere shows in the sum.
+  if (!(range.max > -inf && range.max < inf)) return fill_row<A>(y, n, nan);
+  const bool masked = range.min == -inf;
+  const T min_finite = masked ? multimax_finite_min<A>(x, n) : range.min;
+  const double margin = std::fmax(multimax_rounding_margin<A>(range.max, p),
+                                  multimax_rounding_margin<A>(min_finite, p));
+  const T top = smax::detail::horizontal_max(unmasked(batch(range.max)));
+  const T bottom = smax::detail::horizontal_max(unmasked(batch(min_finite)));
+  const T shift = static_cast<T>(static_cast<double>(top) + margin);
+  const T low = static_cast<T>(static_cast<double>(bottom) - margin);
+  if (!(shift > -inf && shift < inf)) return fill_row<A>(y, n, nan);  // σ overflowed (|x| ~ 1e19)
+  double s;
+  if (masked) {
+    // Masked lanes: exp(-inf) through the underflow select, which a minimum of -inf asks for.
+    s = primitives::with_exp_minus_max<A, T, false>(shift, -inf, T(1), [&](auto const& f) {
+      return primitives::map_sum<A, true>(
+          x, y, n, -inf, [&](batch const& v) { return f(sigma(v)); }, next_row);
+    });
+  } else {
+    s = primitives::with_exp_minus_max<A, T, false>(shift, low, T(1), [&](auto const& f) {
+      return primitives::map_sum<A, true>(
+          x, y, n, range.max, [&](batch const& v) { return f(unmasked(v)); }, next_row);
+    });
+  }
+  if (s != s) return fill_row<A>(y, n, nan);
+  const batch c(static_cast<T>(1.0 / s));
+  primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
+}
+
+// Rows whose σ may decrease somewhere: the max pass computes σ (see multimax_range).
 template <class A, class T>
 inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A, T> const& sigma,
                          std::size_t next_row) noexcept {
   using batch = xsimd::batch<T, A>;
-  if (n <= 4 * batch::size) return multimax_short_row<A>(x, y, n, sigma);
   const T neg_inf = -__builtin_huge_val();
   const auto r = multimax_range<A>(x, n, sigma);
   // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
@@ -183,11 +308,20 @@ inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t
     return;
   }
   const multimax_modulation<A, T> sigma(p);
-  for (std::size_t r = 0; r < rows; ++r) {
-    // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
-    const std::size_t next = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
-    multimax_row<A>(x + r * ldx, y + r * ldy, cols, sigma, next);
+  if (cols <= 4 * xsimd::batch<T, A>::size) {
+    for (std::size_t r = 0; r < rows; ++r) multimax_short_row<A>(x + r * ldx, y + r * ldy, cols, sigma);
+    return;
   }
+  // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
+  auto next = [&](std::size_t r) { return r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0; };
+  if (multimax_nondecreasing<A>(p)) {
+    const multimax_modulation_nondecreasing<A, T, false> unmasked(p);
+    const multimax_modulation_nondecreasing<A, T, true> masked(p);
+    for (std::size_t r = 0; r < rows; ++r)
+      multimax_row_nondecreasing<A>(x + r * ldx, y + r * ldy, cols, p, unmasked, masked, next(r));
+    return;
+  }
+  for (std::size_t r = 0; r < rows; ++r) multimax_row<A>(x + r * ldx, y + r * ldy, cols, sigma, next(r));
 }
 
 // The parameter-gradient sums of spec §10(4), in double, indexed as below:
