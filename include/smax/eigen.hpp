@@ -1,5 +1,5 @@
 #pragma once
-// Eigen overloads of the softmax family: softmax, log-softmax and their backward passes over the
+// Eigen overloads of the softmax family (softmax, log-softmax, MultiMax) and their backward passes over the
 // rows of Eigen row-major matrices, Maps, Refs, blocks, transposes and arrays, without copies.
 // The only smax header that includes Eigen.
 //
@@ -51,6 +51,7 @@
 #include <Eigen/Core>
 
 #include "log_softmax.hpp"
+#include "multimax.hpp"
 #include "softmax.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 3, 0), "smax/eigen.hpp needs Eigen 3.3 or newer");
@@ -220,6 +221,61 @@ inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
   }
 }
 
+template <class X, class Y>
+inline void multimax_forward(X const& x, Y& y, multimax_options const& opts) noexcept {
+  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
+  if constexpr (ok) {
+    using T = typename X::Scalar;
+    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
+    if (!same_shape(x, y)) return fill_nan(y);
+    const auto rows = static_cast<std::size_t>(x.rows());
+    const auto cols = static_cast<std::size_t>(x.cols());
+    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
+    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
+                "smax/eigen.hpp: x and y overlap without being the same matrix");
+    if (rows == 0 || cols == 0) return;
+    kernels::multimax_table<xsimd::default_arch>::forward(x.data(), ldx, y.data(), ldy, rows, cols,
+                                                           api::multimax_parameters_of<T>(opts));
+  }
+}
+
+template <class X, class Y, class DY, class DX>
+inline void multimax_backward(X const& x, Y const& y, DY const& dy, DX& dx,
+                              multimax_options const& opts,
+                              multimax_param_grads* param_grads) noexcept {
+  constexpr bool ok = check_input<X>() && check_input<Y>() && check_input<DY>() &&
+                      check_output<DX>() && check_same_scalar<X, Y>() &&
+                      check_same_scalar<X, DY>() && check_same_scalar<X, DX>();
+  if constexpr (ok) {
+    using T = typename X::Scalar;
+    SMAX_ASSERT(same_shape(x, y) && same_shape(x, dy) && same_shape(x, dx) &&
+                "smax/eigen.hpp: x, y, dy and dx must have the same shape");
+    double grads[8] = {};
+    if (!same_shape(x, y) || !same_shape(x, dy) || !same_shape(x, dx)) {
+      fill_nan(dx);
+      for (double& g : grads) g = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      const auto rows = static_cast<std::size_t>(x.rows());
+      const auto cols = static_cast<std::size_t>(x.cols());
+      const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y),
+                        lddy = leading_dimension(dy), lddx = leading_dimension(dx);
+      SMAX_ASSERT(!partially_overlap(x.data(), ldx, dx.data(), lddx, rows, cols) &&
+                  !partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
+                  !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
+                  "smax/eigen.hpp: dx overlaps x, y or dy without being the same matrix");
+      if (rows != 0 && cols != 0)
+        kernels::multimax_table<xsimd::default_arch>::backward(
+            x.data(), ldx, y.data(), ldy, dy.data(), lddy, dx.data(), lddx, rows, cols,
+            api::multimax_parameters_of<T>(opts), param_grads ? grads : nullptr);
+    }
+    if (param_grads)
+      for (int k = 0; k < 4; ++k) {
+        param_grads->dt[k] = grads[k];
+        param_grads->dr[k] = grads[4 + k];
+      }
+  }
+}
+
 }  // namespace eigen_detail
 
 // Softmax of each row of x into the same row of y:
@@ -286,6 +342,28 @@ template <class Z, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
 inline void log_softmax_backward(Eigen::DenseBase<Z> const& z, Eigen::DenseBase<DY> const& dy,
                                  DX&& dx, softmax_options const& opts = {}) noexcept {
   eigen_detail::backward(z.derived(), dy.derived(), dx, true, opts);
+}
+
+// MultiMax of each row of x into the same row of y: y = softmax(σ(x)) with
+//   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²,
+// exactly as smax::multimax_rows (multimax.hpp), with its bound and edge-case policy (masked
+// entries stay masked after σ). Same argument rules as softmax: row-major, no copies, .transpose()
+// for columns, y may be x but must not partially overlap it.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void multimax(Eigen::DenseBase<X> const& x, Y&& y, multimax_options const& opts = {}) noexcept {
+  eigen_detail::multimax_forward(x.derived(), y, opts);
+}
+
+// Backward pass of the row MultiMax, for y = multimax(x, opts) and the upstream gradient dy:
+// dx = gz·σ'(x) with gz = y·(dy - <dy, y>) per row, exactly as smax::multimax_backward_rows
+// (multimax.hpp); with param_grads, the gradients of the eight parameters summed over all rows.
+// x, y, dy and dx have one shape and each its own outer stride; dx may be x, y or dy itself.
+template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
+inline void multimax_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,
+                              multimax_options const& opts = {},
+                              multimax_param_grads* param_grads = nullptr) noexcept {
+  eigen_detail::multimax_backward(x.derived(), y.derived(), dy.derived(), dx, opts, param_grads);
 }
 
 SMAX_END_NAMESPACE
