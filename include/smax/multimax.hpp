@@ -33,7 +33,6 @@
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 
 #include <array>
-#include <cmath>
 #include <cstddef>
 
 #include "algorithm.hpp"
@@ -65,7 +64,7 @@ template <class T>
 inline kernels::multimax_parameters<T> multimax_parameters_of(multimax_options const& opts) noexcept {
   kernels::multimax_parameters<T> p{};
   for (int k = 0; k < 4; ++k) {
-    SMAX_ASSERT(std::isfinite(opts.t[k]) && std::isfinite(opts.r[k]) &&
+    SMAX_ASSERT(__builtin_isfinite(opts.t[k]) && __builtin_isfinite(opts.r[k]) &&
                 "multimax_options: every t and r must be finite");
     p.t[k] = static_cast<T>(opts.t[k]);
     p.r[k] = static_cast<T>(opts.r[k]);

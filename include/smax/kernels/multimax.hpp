@@ -186,8 +186,12 @@ struct multimax_modulation_nondecreasing {
   batch t0, t1, r0, r1, k2, k2_r2, k3, k3_r3;
 
   explicit multimax_modulation_nondecreasing(multimax_parameters<T> const& p) noexcept
-      : t0(p.t[0]), t1(p.t[1]), r0(p.r[0]), r1(p.r[1]), k2(std::sqrt(-p.t[2])),
-        k2_r2(std::sqrt(-p.t[2]) * p.r[2]), k3(std::sqrt(p.t[3])), k3_r3(std::sqrt(p.t[3]) * p.r[3]) {}
+      : t0(p.t[0]), t1(p.t[1]), r0(p.r[0]), r1(p.r[1]), k2(root(-p.t[2])), k2_r2(root(-p.t[2]) * p.r[2]),
+        k3(root(p.t[3])), k3_r3(root(p.t[3]) * p.r[3]) {}
+
+  // sqrt rounded to T (through double: innocuous double rounding for sqrt). A builtin, not
+  // std::sqrt: no non-A-templated inline function is called from the kernels (table.hpp).
+  static T root(T v) noexcept { return static_cast<T>(__builtin_sqrt(static_cast<double>(v))); }
 
   batch operator()(batch const& x) const noexcept {
     const batch zero(T(0));
@@ -209,10 +213,10 @@ template <class A, class T>
 inline double multimax_rounding_margin(double x, multimax_parameters<T> const& p) noexcept {
   if (p.t[0] == T(0) && p.t[1] == T(0) && p.t[2] == T(0) && p.t[3] == T(0)) return 0.0;
   double r = 0;
-  for (int k = 0; k < 4; ++k) r = std::fmax(r, std::fabs(double(p.r[k])));
-  const double w = std::fabs(x) + r;
-  const double bound = (1 + std::fabs(double(p.t[0])) + std::fabs(double(p.t[1]))) * w +
-                       (std::fabs(double(p.t[2])) + std::fabs(double(p.t[3]))) * w * w;
+  for (int k = 0; k < 4; ++k) r = __builtin_fmax(r, __builtin_fabs(double(p.r[k])));
+  const double w = __builtin_fabs(x) + r;
+  const double bound = (1 + __builtin_fabs(double(p.t[0])) + __builtin_fabs(double(p.t[1]))) * w +
+                       (__builtin_fabs(double(p.t[2])) + __builtin_fabs(double(p.t[3]))) * w * w;
   return (sizeof(T) == 4 ? 0x1p-19 : 0x1p-48) * bound;
 }
 
@@ -256,7 +260,7 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   if (!(range.max > -inf && range.max < inf)) return fill_row<A>(y, n, nan);
   const bool masked = range.min == -inf;
   const T min_finite = masked ? multimax_finite_min<A>(x, n) : range.min;
-  const double margin = std::fmax(multimax_rounding_margin<A>(range.max, p),
+  const double margin = __builtin_fmax(multimax_rounding_margin<A>(range.max, p),
                                   multimax_rounding_margin<A>(min_finite, p));
   const T top = smax::detail::horizontal_max(unmasked(batch(range.max)));
   const T bottom = smax::detail::horizontal_max(unmasked(batch(min_finite)));
