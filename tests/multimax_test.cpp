@@ -386,6 +386,41 @@ TYPED_TEST(multimax_test, rows_with_leading_dimension_and_in_place) {
   }
 }
 
+// Batches of short rows run four at a time through an interleaved kernel: every row must equal
+// the single-row result bit for bit, special rows (NaN, all masked, +inf) included.
+TYPED_TEST(multimax_test, short_row_batches_equal_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 11;
+  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width, 3 * TypeParam::width + 1,
+                           4 * TypeParam::width}) {
+    auto x = random_row<T>(rows * cols, 20.0, 0.0, static_cast<unsigned>(cols));
+    for (std::size_t c = 0; c < cols; ++c) x[1 * cols + c] = -infinity<T>;  // all masked
+    x[2 * cols + cols / 2] = quiet_nan<T>;
+    x[6 * cols] = infinity<T>;
+    x[9 * cols + cols / 3] = -infinity<T>;
+    for (auto const& p : all_sets) {
+      std::vector<T> y(rows * cols);
+      smax::kernels::multimax_table<typename TypeParam::arch>::forward(x.data(), cols, y.data(), cols, rows,
+                                                                       cols, kernel_params<T>(p));
+      for (std::size_t r = 0; r < rows; ++r) {
+        std::vector<T> single(cols);
+        forward<TypeParam>(p, x.data() + r * cols, single.data(), cols);
+        for (std::size_t c = 0; c < cols; ++c) {
+          const T got = y[r * cols + c];
+          if (std::isnan(single[c]))
+            EXPECT_TRUE(std::isnan(got)) << "row " << r;
+          else
+            EXPECT_EQ(got, single[c]) << "row " << r << ", col " << c << ", cols " << cols;
+        }
+        if (r != 1 && r != 2 && r != 6) {
+          EXPECT_TRUE((matches_reference<TypeParam>(p, std::vector<T>(x.begin() + r * cols, x.begin() + (r + 1) * cols))));
+        }
+      }
+    }
+  }
+}
+
 // Backward: dx and the eight parameter gradients against central finite differences of the
 // long-double reference forward, for y given as the reference output rounded to T (so that only
 // the backward kernel's own error is measured), within the bounds of multimax.hpp

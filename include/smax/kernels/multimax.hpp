@@ -93,10 +93,11 @@ inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexc
   return false;
 }
 
-// Rows of at most four registers: σ is computed once, in registers (as softmax's short_row).
-template <class A, class T>
-inline void multimax_short_row(const T* x, T* y, std::size_t n,
-                               multimax_modulation<A, T> const& sigma) noexcept {
+// Rows of at most four registers: σ is computed once, in registers, and the maximum is that of
+// the computed values (as softmax's short_row). Sigma: multimax_modulation, or
+// multimax_modulation_nondecreasing when it applies (softmax is shift-invariant); both masked.
+template <class A, class T, class Sigma>
+inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
@@ -124,6 +125,66 @@ inline void multimax_short_row(const T* x, T* y, std::size_t n,
   for (std::size_t j = 0; j < count; ++j) v[j] *= c;
   for (std::size_t j = 0; j < full; ++j) v[j].store_unaligned(y + j * width);
   if (tail) primitives::store_partial<A>(y + full * width, tail, v[full]);
+}
+
+// K short rows at once, the same arithmetic as multimax_short_row interleaved so that the latency
+// chains of independent rows (horizontal max, exp, horizontal sum, reciprocal) overlap (as
+// softmax's short_rows). A group holding a special row (NaN, +inf, all masked) goes row by row.
+template <class A, class T, std::size_t K, class Sigma>
+inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
+                                Sigma const& sigma) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T inf = __builtin_huge_val();
+  const std::size_t full = n / width, tail = n % width;
+  const std::size_t count = full + (tail != 0);
+  batch v[K][4];
+  T max[K];
+  bool special = false;
+  for (std::size_t k = 0; k < K; ++k) {
+    const T* xk = x + k * ldx;
+    for (std::size_t j = 0; j < full; ++j) v[k][j] = sigma(batch::load_unaligned(xk + j * width));
+    if (tail) v[k][full] = sigma(primitives::load_partial<A>(xk + full * width, tail, -inf));
+    batch m = v[k][0];
+    auto has_nan = xsimd::isnan(v[k][0]);
+    for (std::size_t j = 1; j < count; ++j) {
+      m = xsimd::max(m, v[k][j]);
+      has_nan = has_nan | xsimd::isnan(v[k][j]);
+    }
+    max[k] = smax::detail::horizontal_max(m);
+    special = special || xsimd::any(has_nan) || max[k] == inf || max[k] == -inf;
+  }
+  if (special) {
+    for (std::size_t k = 0; k < K; ++k) multimax_short_row<A>(x + k * ldx, y + k * ldy, n, sigma);
+    return;
+  }
+  batch s[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    const primitives::exp_minus_max<A, T, false> e(max[k], T(1));
+    s[k] = batch(T(0));
+    for (std::size_t j = 0; j < count; ++j) {
+      v[k][j] = e(v[k][j]);
+      s[k] += v[k][j];
+    }
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    const batch c(static_cast<T>(1.0 / smax::detail::horizontal_sum(s[k])));
+    for (std::size_t j = 0; j < count; ++j) v[k][j] *= c;
+    T* yk = y + k * ldy;
+    for (std::size_t j = 0; j < full; ++j) v[k][j].store_unaligned(yk + j * width);
+    if (tail) primitives::store_partial<A>(yk + full * width, tail, v[k][full]);
+  }
+}
+
+// Every row of a batch of short rows (at most four registers each), four at a time.
+template <class A, class T, class Sigma>
+inline void multimax_short_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                 std::size_t rows, std::size_t cols, Sigma const& sigma) noexcept {
+  constexpr std::size_t group = 4;
+  std::size_t r = 0;
+  for (; r + group <= rows; r += group)
+    multimax_short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, sigma);
+  for (; r < rows; ++r) multimax_short_row<A>(x + r * ldx, y + r * ldy, cols, sigma);
 }
 
 // Largest and smallest σ(x) of a row (primitives::reduce_range with σ applied): masked entries
@@ -312,13 +373,17 @@ inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t
     return;
   }
   const multimax_modulation<A, T> sigma(p);
+  const bool nondecreasing = multimax_nondecreasing<A>(p);
   if (cols <= 4 * xsimd::batch<T, A>::size) {
-    for (std::size_t r = 0; r < rows; ++r) multimax_short_row<A>(x + r * ldx, y + r * ldy, cols, sigma);
+    if (nondecreasing)
+      multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation_nondecreasing<A, T, true>(p));
+    else
+      multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, sigma);
     return;
   }
   // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
   auto next = [&](std::size_t r) { return r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0; };
-  if (multimax_nondecreasing<A>(p)) {
+  if (nondecreasing) {
     const multimax_modulation_nondecreasing<A, T, false> unmasked(p);
     const multimax_modulation_nondecreasing<A, T, true> masked(p);
     for (std::size_t r = 0; r < rows; ++r)
