@@ -13,7 +13,7 @@
 // * otherwise the max pass takes the maximum and minimum of σ(x) itself (multimax_range).
 // Either way exp(σ(x) - shift) carries the rounding error of the difference exactly, as in
 // softmax, and the last pass scales by 1/sum. Rows of at most four registers compute σ once,
-// in registers. Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or ±inf
+// in registers, four rows at a time (the 10-operation form when σ is nondecreasing). Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or ±inf
 // depending on the parameters, spec §0.2), so they take part in no reduction and come out as
 // exactly 0. With every t = 0, σ(x) = x exactly (each term is an FMA with a zero product) and
 // the result is the three-pass softmax's bit for bit.
@@ -372,13 +372,12 @@ inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t
     for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;
   }
-  const multimax_modulation<A, T> sigma(p);
   const bool nondecreasing = multimax_nondecreasing<A>(p);
   if (cols <= 4 * xsimd::batch<T, A>::size) {
     if (nondecreasing)
       multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation_nondecreasing<A, T, true>(p));
     else
-      multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, sigma);
+      multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation<A, T>(p));
     return;
   }
   // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
@@ -390,6 +389,7 @@ inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t
       multimax_row_nondecreasing<A>(x + r * ldx, y + r * ldy, cols, p, unmasked, masked, next(r));
     return;
   }
+  const multimax_modulation<A, T> sigma(p);
   for (std::size_t r = 0; r < rows; ++r) multimax_row<A>(x + r * ldx, y + r * ldy, cols, sigma, next(r));
 }
 
