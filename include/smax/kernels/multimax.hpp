@@ -13,7 +13,7 @@
 // * otherwise the max pass takes the maximum and minimum of σ(x) itself (multimax_range).
 // Either way exp(σ(x) - shift) carries the rounding error of the difference exactly, as in
 // softmax, and the last pass scales by 1/sum. Rows of at most four registers compute σ once,
-// in registers, four rows at a time (the 10-operation form when σ is nondecreasing). Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or ±inf
+// in registers, four rows at a time. Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or ±inf
 // depending on the parameters, spec §0.2), so they take part in no reduction and come out as
 // exactly 0. With every t = 0, σ(x) = x exactly (each term is an FMA with a zero product) and
 // the result is the three-pass softmax's bit for bit.
@@ -94,8 +94,7 @@ inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexc
 }
 
 // Rows of at most four registers: σ is computed once, in registers, and the maximum is that of
-// the computed values (as softmax's short_row). Sigma: multimax_modulation, or
-// multimax_modulation_nondecreasing when it applies (softmax is shift-invariant); both masked.
+// the computed values (as softmax's short_row). Sigma: a masked modulation (multimax_modulation).
 template <class A, class T, class Sigma>
 inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
   using batch = xsimd::batch<T, A>;
@@ -373,13 +372,10 @@ inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t
     return;
   }
   const bool nondecreasing = multimax_nondecreasing<A>(p);
-  if (cols <= 4 * xsimd::batch<T, A>::size) {
-    if (nondecreasing)
-      multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation_nondecreasing<A, T, true>(p));
-    else
-      multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation<A, T>(p));
-    return;
-  }
+  // Short rows take the exact form whatever the parameters: the 10-operation form saves 4% on
+  // batches of them but its square roots make a single short row 30% slower.
+  if (cols <= 4 * xsimd::batch<T, A>::size)
+    return multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation<A, T>(p));
   // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
   auto next = [&](std::size_t r) { return r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0; };
   if (nondecreasing) {
