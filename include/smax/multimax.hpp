@@ -16,8 +16,8 @@
 // Accuracy, checked by tests/multimax_test.cpp against a long-double reference on every
 // instruction set. float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
 // >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)², R = max|r_k|,
-// bounds the rounding of σ in float (16 roundings of at most W) and the maximum runs over the
-// unmasked entries. With all t = 0, σ(x) = x exactly and the result is
+// bounds the rounding of σ in float (its error is at most 16u·W, u = 2^-24) and the maximum runs
+// over the unmasked entries. With all t = 0, σ(x) = x exactly and the result is
 // smax::softmax(smax::three_pass, ...)'s bit for bit (relative error <= 1e-6). double: the same
 // with 1e-14 + 2^-49·(W_i + max_j W_j). The parameters are rounded to the element type first
 // (the float kernels compute with float parameters): the bound is against that σ.
