@@ -504,6 +504,44 @@ TYPED_TEST(eigen_test, softpick_matches_the_pointer_api) {
   EXPECT_EQ(smax_test::eigen_assert_failures, before);
 }
 
+// MultiMax: strided Maps, blocks and transposes give the pointer API's result bit for bit, and
+// the backward pass's parameter gradients are summed over the rows.
+TYPED_TEST(eigen_test, multimax_matches_the_pointer_api) {
+  using T = TypeParam;
+  smax::multimax_options o;
+  o.t = {0.1, 0.2, -0.01, 0.02};
+  o.r = {-1, 1, -2, 2};
+  const row_matrix<T> x = random_matrix<T>(5, 77, 21);
+  const row_matrix<T> dy = random_matrix<T>(5, 77, 22, T(2));
+  row_matrix<T> expected(5, 77), expected_dx(5, 77);
+  smax::multimax_rows(x.data(), expected.data(), 5, 77, 77, o);
+  smax::multimax_param_grads expected_grads, grads;
+  smax::multimax_backward_rows(x.data(), expected.data(), dy.data(), expected_dx.data(), 5, 77, 77, o,
+                               &expected_grads);
+  std::vector<T> ybuf(5 * 80, guard<T>);
+  strided_map<T> ym(ybuf.data(), 5, 77, Eigen::OuterStride<>(80));
+  smax::multimax(x, ym, o);
+  EXPECT_TRUE(bitwise_equal(ym, expected));
+  for (std::size_t r = 0; r < 5; ++r)
+    for (std::size_t c = 77; c < 80; ++c) EXPECT_EQ(ybuf[r * 80 + c], guard<T>);
+  row_matrix<T> dx_big = row_matrix<T>::Constant(7, 77, guard<T>);
+  smax::multimax_backward(x, ym, dy, dx_big.middleRows(1, 5), o, &grads);
+  EXPECT_TRUE(bitwise_equal(dx_big.middleRows(1, 5), expected_dx));
+  EXPECT_TRUE((dx_big.topRows(1).array() == guard<T>).all());
+  EXPECT_TRUE((dx_big.bottomRows(1).array() == guard<T>).all());
+  EXPECT_EQ(grads.dt, expected_grads.dt);
+  EXPECT_EQ(grads.dr, expected_grads.dr);
+  // Over columns, through the transpose of a column-major matrix.
+  const col_matrix<T> c = x.transpose();
+  col_matrix<T> q(77, 5);
+  smax::multimax(c.transpose(), q.transpose(), o);
+  EXPECT_TRUE(bitwise_equal(q.transpose(), expected));
+  // In place.
+  row_matrix<T> m = x;
+  smax::multimax(m, m, o);
+  EXPECT_TRUE(bitwise_equal(m, expected));
+}
+
 // No Eigen temporary anywhere: with EIGEN_RUNTIME_NO_MALLOC, any heap allocation by Eigen while
 // malloc is disallowed fails an eigen_assert (counted above). A column-major matrix bound to an
 // Eigen::Ref<const RowMatrix> would allocate here; smax's overloads must not.

@@ -1,7 +1,7 @@
 #pragma once
-// Eigen overloads of the smax families (softmax, log-softmax, softpick, sparsemax, sigmoid, SSMax
-// and their backward passes) over the rows of Eigen row-major matrices, Maps, Refs, blocks,
-// transposes and arrays, without copies.
+// Eigen overloads of the smax families (softmax, log-softmax, MultiMax, softpick, sparsemax,
+// sigmoid, SSMax and their backward passes) over the rows of Eigen row-major matrices, Maps,
+// Refs, blocks, transposes and arrays, without copies.
 // The only smax header that includes Eigen.
 //
 //   using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -52,6 +52,7 @@
 #include <Eigen/Core>
 
 #include "log_softmax.hpp"
+#include "multimax.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "softpick.hpp"
@@ -306,6 +307,61 @@ inline void sparsemax_backward(Y const& y, DY const& dy, DX& dx) noexcept {
   }
 }
 
+template <class X, class Y>
+inline void multimax_forward(X const& x, Y& y, multimax_options const& opts) noexcept {
+  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
+  if constexpr (ok) {
+    using T = typename X::Scalar;
+    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
+    if (!same_shape(x, y)) return fill_nan(y);
+    const auto rows = static_cast<std::size_t>(x.rows());
+    const auto cols = static_cast<std::size_t>(x.cols());
+    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
+    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
+                "smax/eigen.hpp: x and y overlap without being the same matrix");
+    if (rows == 0 || cols == 0) return;
+    kernels::multimax_table<xsimd::default_arch>::forward(x.data(), ldx, y.data(), ldy, rows, cols,
+                                                           api::multimax_parameters_of<T>(opts));
+  }
+}
+
+template <class X, class Y, class DY, class DX>
+inline void multimax_backward(X const& x, Y const& y, DY const& dy, DX& dx,
+                              multimax_options const& opts,
+                              multimax_param_grads* param_grads) noexcept {
+  constexpr bool ok = check_input<X>() && check_input<Y>() && check_input<DY>() &&
+                      check_output<DX>() && check_same_scalar<X, Y>() &&
+                      check_same_scalar<X, DY>() && check_same_scalar<X, DX>();
+  if constexpr (ok) {
+    using T = typename X::Scalar;
+    SMAX_ASSERT(same_shape(x, y) && same_shape(x, dy) && same_shape(x, dx) &&
+                "smax/eigen.hpp: x, y, dy and dx must have the same shape");
+    double grads[8] = {};
+    if (!same_shape(x, y) || !same_shape(x, dy) || !same_shape(x, dx)) {
+      fill_nan(dx);
+      for (double& g : grads) g = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      const auto rows = static_cast<std::size_t>(x.rows());
+      const auto cols = static_cast<std::size_t>(x.cols());
+      const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y),
+                        lddy = leading_dimension(dy), lddx = leading_dimension(dx);
+      SMAX_ASSERT(!partially_overlap(x.data(), ldx, dx.data(), lddx, rows, cols) &&
+                  !partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
+                  !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
+                  "smax/eigen.hpp: dx overlaps x, y or dy without being the same matrix");
+      if (rows != 0 && cols != 0)
+        kernels::multimax_table<xsimd::default_arch>::backward(
+            x.data(), ldx, y.data(), ldy, dy.data(), lddy, dx.data(), lddx, rows, cols,
+            api::multimax_parameters_of<T>(opts), param_grads ? grads : nullptr);
+    }
+    if (param_grads)
+      for (int k = 0; k < 4; ++k) {
+        param_grads->dt[k] = grads[k];
+        param_grads->dr[k] = grads[4 + k];
+      }
+  }
+}
+
 // The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
 // after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
 // overlap of the output with an input, NaN output on a shape mismatch in release builds).
@@ -434,6 +490,28 @@ template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
 inline void sparsemax_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
                                DX&& dx) noexcept {
   eigen_detail::sparsemax_backward(y.derived(), dy.derived(), dx);
+}
+
+// MultiMax of each row of x into the same row of y: y = softmax(σ(x)) with
+//   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²,
+// exactly as smax::multimax_rows (multimax.hpp), with its bound and edge-case policy (masked
+// entries stay masked after σ). Same argument rules as softmax: row-major, no copies, .transpose()
+// for columns, y may be x but must not partially overlap it.
+template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
+inline void multimax(Eigen::DenseBase<X> const& x, Y&& y, multimax_options const& opts = {}) noexcept {
+  eigen_detail::multimax_forward(x.derived(), y, opts);
+}
+
+// Backward pass of the row MultiMax, for y = multimax(x, opts) and the upstream gradient dy:
+// dx = gz·σ'(x) with gz = y·(dy - <dy, y>) per row, exactly as smax::multimax_backward_rows
+// (multimax.hpp); with param_grads, the gradients of the eight parameters summed over all rows.
+// x, y, dy and dx have one shape and each its own outer stride; dx may be x, y or dy itself.
+template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
+inline void multimax_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,
+                              multimax_options const& opts = {},
+                              multimax_param_grads* param_grads = nullptr) noexcept {
+  eigen_detail::multimax_backward(x.derived(), y.derived(), dy.derived(), dx, opts, param_grads);
 }
 
 // The other families over the rows of Eigen objects, with the same argument rules as softmax

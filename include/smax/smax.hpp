@@ -4,6 +4,7 @@
 
 #include "algorithm.hpp"
 #include "log_softmax.hpp"
+#include "multimax.hpp"
 #include "online.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"

@@ -50,6 +50,23 @@ inline bool finish_special_row(T max, bool has_nan, T* y, std::size_t n,
   return false;
 }
 
+// Outputs below FLT_MIN may be flushed to 0 (spec E8), and on x86 they must be: a multiply whose
+// result is subnormal takes a microcode assist (~100 cycles), which made rows whose tail
+// underflows (a large 1/T, or SSMax's λ·spread > 87) five times slower. Sets MXCSR.FTZ for the
+// call and restores it; inputs are not touched (DAZ stays as it was). Only where FMA is native:
+// without it the exp's scale·p + scale rounds scale·p on its own, and flushing that (subnormal)
+// product would cost accuracy on results that are normal.
+template <class A, bool = smax::detail::has_native_fma<A>::value>
+struct flush_subnormal_results {};
+#if defined(__x86_64__) || defined(__i386__)
+template <class A>
+struct flush_subnormal_results<A, true> {
+  unsigned saved = _mm_getcsr();
+  flush_subnormal_results() noexcept { _mm_setcsr(saved | 0x8000u); }
+  ~flush_subnormal_results() { _mm_setcsr(saved); }
+};
+#endif
+
 // z = (x - max)·(1/T) - log_sum, one rounding when T != 1 and exact subtraction otherwise.
 template <class A, class T>
 inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,

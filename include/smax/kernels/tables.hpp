@@ -3,6 +3,7 @@
 // (cmake/smax_dispatch_arch.cpp.in) compiles for its instruction set. A new family adds its
 // header here and its table to SMAX_KERNEL_TABLES.
 
+#include "multimax.hpp"
 #include "sigmoid.hpp"
 #include "softpick.hpp"
 #include "sparsemax.hpp"
@@ -11,6 +12,7 @@
 
 #define SMAX_KERNEL_TABLES(X) \
   X(table)                    \
+  X(multimax_table)           \
   X(sigmoid_table)            \
   X(softpick_table)           \
   X(sparsemax_table)          \
