@@ -168,6 +168,10 @@ TYPED_TEST(ssmax_test, backward_and_parameter_gradients) {
     for (std::size_t i = 0; i < n; ++i) EXPECT_NEAR(dx2[i], dx[i], tol);
     EXPECT_NEAR(g.bias, dlambda, tol);
     EXPECT_NEAR(g.s, ln_n * dlambda, tol * ln_n);
+    const smax::ssmax_param_grads first = g;  // set, not accumulated: a second call gives the same
+    smax::ssmax_backward(x.data(), y.data(), w.data(), dx2.data(), n, {s, b}, &g);
+    EXPECT_EQ(g.s, first.s);
+    EXPECT_EQ(g.bias, first.bias);
   }
 }
 

@@ -34,7 +34,7 @@ struct ssmax_options {
   bool zero_masked_rows = false;  // an all -inf row gives 0 instead of NaN
 };
 
-// Gradients of the parameters (accumulated: += over rows).
+// Gradients of the parameters: set to the sum over the rows of one call (as MultiMax's).
 struct ssmax_param_grads {
   double s = 0.0;
   double bias = 0.0;
@@ -71,8 +71,8 @@ inline void ssmax_backward(const T* x, std::size_t ldx, const T* y, std::size_t 
   Table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
                         static_cast<T>(ssmax_lambda(opts, cols)), grads ? &dlambda : nullptr);
   if (grads) {
-    grads->s += std::log(ssmax_n(opts, cols)) * dlambda;
-    grads->bias += dlambda;
+    grads->s = std::log(ssmax_n(opts, cols)) * dlambda;
+    grads->bias = dlambda;
   }
 }
 }  // namespace api
@@ -92,8 +92,8 @@ inline void ssmax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std
 }
 
 // Backward pass (spec §8(4)): dx = λ·y ⊙ (dy - <dy, y>). With grads, also
-// dλ = sum over unmasked i of x_i·y_i·(dy_i - <dy, y>), and grads->s += ln(n)·dλ,
-// grads->bias += dλ. x is read only for the parameter gradients. dx may be dy.
+// dλ = sum over unmasked i of x_i·y_i·(dy_i - <dy, y>) (over all rows for the _rows form), and
+// sets grads->s = ln(n)·dλ, grads->bias = dλ. x is read only for the parameter gradients. dx may be dy.
 template <class T, detail::if_real_t<T> = 0>
 inline void ssmax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
                            ssmax_options const& opts = {}, ssmax_param_grads* grads = nullptr) noexcept {
