@@ -421,8 +421,8 @@ TYPED_TEST(sparsemax_test, backward_against_finite_differences) {
   std::vector<T> dy = {1, 2, 3, 4};
   table_of<TypeParam>::backward(y.data(), 4, dy.data(), 4, dy.data(), 4, 1, 4);
   EXPECT_EQ(dy, (std::vector<T>{-1, 0, 1, 0}));
-  std::vector<T> ynan(5, quiet_nan<T>), dx(5);
-  table_of<TypeParam>::backward(ynan.data(), 5, dy.data(), 5, dx.data(), 5, 1, 5);
+  std::vector<T> ynan(5, quiet_nan<T>), dy5(5, T(1)), dx(5);
+  table_of<TypeParam>::backward(ynan.data(), 5, dy5.data(), 5, dx.data(), 5, 1, 5);
   for (T v : dx) EXPECT_TRUE(std::isnan(v));
 }
 
