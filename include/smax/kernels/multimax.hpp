@@ -272,8 +272,11 @@ struct multimax_modulation_nondecreasing {
 template <class A, class T>
 inline double multimax_rounding_margin(double x, multimax_parameters<T> const& p) noexcept {
   if (p.t[0] == T(0) && p.t[1] == T(0) && p.t[2] == T(0) && p.t[3] == T(0)) return 0.0;
-  double r = 0;
-  for (int k = 0; k < 4; ++k) r = __builtin_fmax(r, __builtin_fabs(double(p.r[k])));
+  // Written out: the loop form of this max crashes aarch64 GCC 12's vectorizer (an internal
+  // compiler error in vect_transform_reduction).
+  const double r = __builtin_fmax(
+      __builtin_fmax(__builtin_fabs(double(p.r[0])), __builtin_fabs(double(p.r[1]))),
+      __builtin_fmax(__builtin_fabs(double(p.r[2])), __builtin_fabs(double(p.r[3]))));
   const double w = __builtin_fabs(x) + r;
   const double bound = (1 + __builtin_fabs(double(p.t[0])) + __builtin_fabs(double(p.t[1]))) * w +
                        (__builtin_fabs(double(p.t[2])) + __builtin_fabs(double(p.t[3]))) * w * w;
