@@ -370,7 +370,7 @@ template <class A, class T>
 inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                   std::size_t rows, std::size_t cols,
                                   multimax_parameters<T> const& p) noexcept {
-  [[maybe_unused]] const flush_subnormal_results<A> ftz;  // as softmax (row_policy.hpp)
+  [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);  // as softmax (row_policy.hpp)
   if (!valid_parameters<A>(p)) {
     for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;

@@ -82,7 +82,7 @@ inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t l
                                 bool scaled, unsigned flags, algorithm_id algorithm) noexcept {
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
-  [[maybe_unused]] const flush_subnormal_results<A> ftz;
+  [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
   if (algorithm == algorithm_id::automatic)
     algorithm = cols * sizeof(T) <= three_pass_max_bytes ? algorithm_id::three_pass
                                                          : algorithm_id::online;
