@@ -226,103 +226,79 @@ inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
   }
 }
 
+// The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
+// after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
+// overlap of the output with an input, NaN output on a shape mismatch in release builds).
+template <class F, class Out, class... In>
+inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
+  constexpr bool ok = check_output<Out>() && (check_input<In>() && ...) &&
+                      (check_same_scalar<In, Out>() && ...);
+  if constexpr (ok) {
+    const bool shapes = (same_shape(in, out) && ...);
+    SMAX_ASSERT(shapes && "smax/eigen.hpp: every argument must have the same shape");
+    if (!shapes) return fill_nan(out);
+    const auto rows = static_cast<std::size_t>(out.rows());
+    const auto cols = static_cast<std::size_t>(out.cols());
+    SMAX_ASSERT(!(partially_overlap(in.data(), leading_dimension(in), out.data(),
+                                    leading_dimension(out), rows, cols) || ...) &&
+                "smax/eigen.hpp: the output overlaps an input without being the same matrix");
+    if (rows == 0 || cols == 0) return;
+    f(rows, cols, out.data(), leading_dimension(out), in.data()..., leading_dimension(in)...);
+  }
+}
+
 template <class X, class Y>
 inline void softpick_forward(X const& x, Y& y, softpick_options const& opts) noexcept {
-  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
-  if constexpr (ok) {
-    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
-    if (!same_shape(x, y)) return fill_nan(y);
-    const auto rows = static_cast<std::size_t>(x.rows());
-    const auto cols = static_cast<std::size_t>(x.cols());
-    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
-    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
-                "smax/eigen.hpp: x and y overlap without being the same matrix");
-    api::check_options(opts);
-    if (rows == 0 || cols == 0) return;
-    api::softpick_default_table::forward(x.data(), ldx, y.data(), ldy, rows, cols, opts.eps,
-                                         kernels::softpick_algorithm::automatic);
-  }
+  for_rows(
+      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
+        api::check_options(opts);
+        api::softpick_default_table::forward(xp, ldx, yp, ldy, r, c, opts.eps,
+                                             kernels::softpick_algorithm::automatic);
+      },
+      y, x);
 }
 
 template <class X, class Y, class DY, class DX>
 inline void softpick_backward(X const& x, Y const& y, DY const& dy, DX& dx,
                               softpick_options const& opts) noexcept {
-  constexpr bool ok = check_input<X>() && check_input<Y>() && check_input<DY>() &&
-                      check_output<DX>() && check_same_scalar<X, Y>() &&
-                      check_same_scalar<X, DY>() && check_same_scalar<X, DX>();
-  if constexpr (ok) {
-    SMAX_ASSERT(same_shape(x, y) && same_shape(x, dy) && same_shape(x, dx) &&
-                "smax/eigen.hpp: x, y, dy and dx must have the same shape");
-    if (!same_shape(x, y) || !same_shape(x, dy) || !same_shape(x, dx)) return fill_nan(dx);
-    const auto rows = static_cast<std::size_t>(x.rows());
-    const auto cols = static_cast<std::size_t>(x.cols());
-    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y),
-                      lddy = leading_dimension(dy), lddx = leading_dimension(dx);
-    SMAX_ASSERT(!partially_overlap(x.data(), ldx, dx.data(), lddx, rows, cols) &&
-                !partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
-                !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
-                "smax/eigen.hpp: dx overlaps x, y or dy without being the same matrix");
-    api::check_options(opts);
-    if (rows == 0 || cols == 0) return;
-    api::softpick_default_table::backward(x.data(), ldx, y.data(), ldy, dy.data(), lddy,
-                                          dx.data(), lddx, rows, cols, opts.eps);
-  }
+  for_rows(
+      [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* xp,
+          auto const* yp, auto const* dyp, std::size_t ldx, std::size_t ldy, std::size_t lddy) {
+        api::check_options(opts);
+        api::softpick_default_table::backward(xp, ldx, yp, ldy, dyp, lddy, dxp, lddx, r, c, opts.eps);
+      },
+      dx, x, y, dy);
 }
 
 template <class X, class Y>
 inline void sparsemax_forward(X const& x, Y& y) noexcept {
-  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
-  if constexpr (ok) {
-    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
-    if (!same_shape(x, y)) return fill_nan(y);
-    const auto rows = static_cast<std::size_t>(x.rows());
-    const auto cols = static_cast<std::size_t>(x.cols());
-    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
-    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
-                "smax/eigen.hpp: x and y overlap without being the same matrix");
-    if (rows == 0 || cols == 0) return;
-    sparsemax_api::default_table::forward(x.data(), ldx, y.data(), ldy, rows, cols,
-                                          kernels::sparsemax_algorithm::automatic);
-  }
+  for_rows(
+      [](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
+        sparsemax_api::default_table::forward(xp, ldx, yp, ldy, r, c,
+                                              kernels::sparsemax_algorithm::automatic);
+      },
+      y, x);
 }
 
 template <class Y, class DY, class DX>
 inline void sparsemax_backward(Y const& y, DY const& dy, DX& dx) noexcept {
-  constexpr bool ok = check_input<Y>() && check_input<DY>() && check_output<DX>() &&
-                      check_same_scalar<Y, DY>() && check_same_scalar<Y, DX>();
-  if constexpr (ok) {
-    SMAX_ASSERT(same_shape(y, dy) && same_shape(y, dx) &&
-                "smax/eigen.hpp: y, dy and dx must have the same shape");
-    if (!same_shape(y, dy) || !same_shape(y, dx)) return fill_nan(dx);
-    const auto rows = static_cast<std::size_t>(y.rows());
-    const auto cols = static_cast<std::size_t>(y.cols());
-    const std::size_t ldy = leading_dimension(y), lddy = leading_dimension(dy),
-                      lddx = leading_dimension(dx);
-    SMAX_ASSERT(!partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
-                !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
-                "smax/eigen.hpp: dx overlaps y or dy without being the same matrix");
-    if (rows == 0 || cols == 0) return;
-    sparsemax_api::default_table::backward(y.data(), ldy, dy.data(), lddy, dx.data(), lddx, rows,
-                                           cols);
-  }
+  for_rows(
+      [](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* yp,
+         auto const* dyp, std::size_t ldy, std::size_t lddy) {
+        sparsemax_api::default_table::backward(yp, ldy, dyp, lddy, dxp, lddx, r, c);
+      },
+      dx, y, dy);
 }
 
 template <class X, class Y>
 inline void multimax_forward(X const& x, Y& y, multimax_options const& opts) noexcept {
-  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
-  if constexpr (ok) {
-    using T = typename X::Scalar;
-    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
-    if (!same_shape(x, y)) return fill_nan(y);
-    const auto rows = static_cast<std::size_t>(x.rows());
-    const auto cols = static_cast<std::size_t>(x.cols());
-    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
-    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
-                "smax/eigen.hpp: x and y overlap without being the same matrix");
-    if (rows == 0 || cols == 0) return;
-    kernels::multimax_table<xsimd::default_arch>::forward(x.data(), ldx, y.data(), ldy, rows, cols,
-                                                           api::multimax_parameters_of<T>(opts));
-  }
+  for_rows(
+      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(xp)>>;
+        kernels::multimax_table<xsimd::default_arch>::forward(xp, ldx, yp, ldy, r, c,
+                                                               api::multimax_parameters_of<T>(opts));
+      },
+      y, x);
 }
 
 template <class X, class Y, class DY, class DX>
@@ -359,26 +335,6 @@ inline void multimax_backward(X const& x, Y const& y, DY const& dy, DX& dx,
         param_grads->dt[k] = grads[k];
         param_grads->dr[k] = grads[4 + k];
       }
-  }
-}
-
-// The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
-// after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
-// overlap of the output with an input, NaN output on a shape mismatch in release builds).
-template <class F, class Out, class... In>
-inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
-  constexpr bool ok = check_output<Out>() && (check_input<In>() && ...) &&
-                      (check_same_scalar<In, Out>() && ...);
-  if constexpr (ok) {
-    const bool shapes = (same_shape(in, out) && ...);
-    SMAX_ASSERT(shapes && "smax/eigen.hpp: every argument must have the same shape");
-    if (!shapes) return fill_nan(out);
-    const auto rows = static_cast<std::size_t>(out.rows());
-    const auto cols = static_cast<std::size_t>(out.cols());
-    SMAX_ASSERT(!(partially_overlap(in.data(), leading_dimension(in), out.data(),
-                                    leading_dimension(out), rows, cols) || ...) &&
-                "smax/eigen.hpp: the output overlaps an input without being the same matrix");
-    f(rows, cols, out.data(), leading_dimension(out), in.data()..., leading_dimension(in)...);
   }
 }
 
