@@ -59,6 +59,19 @@ TEST(runtime, other_families_use_the_chosen_tables) {
     smax::kernels::ssmax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
                                            static_cast<float>(0.43 * std::log(999.0)), 0u);
     EXPECT_EQ(a, b) << "ssmax";
+    smax::runtime::sparsemax(x.data(), a.data(), x.size());
+    smax::kernels::sparsemax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
+                                               smax::kernels::sparsemax_algorithm::automatic);
+    EXPECT_EQ(a, b) << "sparsemax";
+    smax::runtime::softpick(x.data(), a.data(), x.size());
+    smax::kernels::softpick_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
+                                              1e-8, smax::kernels::softpick_algorithm::automatic);
+    EXPECT_EQ(a, b) << "softpick";
+    const smax::multimax_options o{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
+    smax::runtime::multimax(x.data(), a.data(), x.size(), o);
+    smax::kernels::multimax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
+                                              smax::api::multimax_parameters_of<float>(o));
+    EXPECT_EQ(a, b) << "multimax";
   });
 }
 

@@ -13,7 +13,10 @@
 #include <cstring>
 
 #include "log_softmax.hpp"
+#include "multimax.hpp"
 #include "sigmoid.hpp"
+#include "softpick.hpp"
+#include "sparsemax.hpp"
 #include "ssmax.hpp"
 
 SMAX_BEGIN_NAMESPACE
@@ -182,6 +185,49 @@ inline void ssmax_backward(const T* x, const T* y, const T* dy, T* dx, std::size
   dispatch::visit([&](auto a) {
     api::ssmax_backward<kernels::ssmax_table<decltype(a)>>(x, n, y, n, dy, n, dx, n, 1, n, opts, grads);
   });
+}
+
+template <class T, detail::if_real_t<T> = 0>
+inline void sparsemax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
+  if (rows == 0 || cols == 0) return;
+  dispatch::visit([&](auto a) {
+    kernels::sparsemax_table<decltype(a)>::forward(x, ld, y, ld, rows, cols,
+                                                   kernels::sparsemax_algorithm::automatic);
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void sparsemax(const T* x, T* y, std::size_t n) noexcept {
+  runtime::sparsemax_rows(x, y, 1, n, n);
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void softpick_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
+                          softpick_options const& opts = {}) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
+  api::check_options(opts);
+  if (rows == 0 || cols == 0) return;
+  dispatch::visit([&](auto a) {
+    kernels::softpick_table<decltype(a)>::forward(x, ld, y, ld, rows, cols, opts.eps,
+                                                  kernels::softpick_algorithm::automatic);
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void softpick(const T* x, T* y, std::size_t n, softpick_options const& opts = {}) noexcept {
+  runtime::softpick_rows(x, y, 1, n, n, opts);
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
+                          multimax_options const& opts = {}) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
+  if (rows == 0 || cols == 0) return;
+  dispatch::visit([&](auto a) {
+    kernels::multimax_table<decltype(a)>::forward(x, ld, y, ld, rows, cols,
+                                                  api::multimax_parameters_of<T>(opts));
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void multimax(const T* x, T* y, std::size_t n, multimax_options const& opts = {}) noexcept {
+  runtime::multimax_rows(x, y, 1, n, n, opts);
 }
 
 }  // namespace runtime
