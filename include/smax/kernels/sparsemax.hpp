@@ -35,6 +35,7 @@
 #include "../config.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
+#include "../primitives/reduce_max.hpp"
 
 namespace smax {
 namespace kernels {
@@ -196,47 +197,13 @@ inline double exact_threshold(double* c, std::size_t k, double lower, std::size_
   return tau;
 }
 
-// Row maximum and NaN flag; with Lanes, the 4·width lane maxima too (each the maximum of a
-// disjoint set of positions, so they are the values of distinct elements; -inf when empty).
+// Row maximum and NaN flag, and the 4·width lane maxima when lanes != nullptr
+// (primitives::reduce_max).
 template <class A, class T>
 inline T max_with_lanes(const T* x, std::size_t n, bool* has_nan, T* lanes) noexcept {
-  using batch = xsimd::batch<T, A>;
-  using mask = xsimd::batch_bool<T, A>;
-  constexpr std::size_t width = batch::size;
-  const T neg_inf = -__builtin_huge_val();
-  batch m0(neg_inf), m1(neg_inf), m2(neg_inf), m3(neg_inf);
-  mask nan0(false), nan1(false);
-  std::size_t i = 0;
-  for (; i + 4 * width <= n; i += 4 * width) {
-    const batch v0 = batch::load_unaligned(x + i);
-    const batch v1 = batch::load_unaligned(x + i + width);
-    const batch v2 = batch::load_unaligned(x + i + 2 * width);
-    const batch v3 = batch::load_unaligned(x + i + 3 * width);
-    m0 = xsimd::max(m0, v0);
-    m1 = xsimd::max(m1, v1);
-    m2 = xsimd::max(m2, v2);
-    m3 = xsimd::max(m3, v3);
-    nan0 = nan0 | xsimd::isnan(v0) | xsimd::isnan(v1);
-    nan1 = nan1 | xsimd::isnan(v2) | xsimd::isnan(v3);
-  }
-  for (; i + width <= n; i += width) {
-    const batch v = batch::load_unaligned(x + i);
-    m0 = xsimd::max(m0, v);
-    nan0 = nan0 | xsimd::isnan(v);
-  }
-  if (i < n) {
-    const batch v = primitives::load_partial<A>(x + i, n - i, neg_inf);
-    m1 = xsimd::max(m1, v);
-    nan1 = nan1 | xsimd::isnan(v);
-  }
-  *has_nan = xsimd::any(nan0 | nan1);
-  if (lanes != nullptr) {
-    m0.store_unaligned(lanes);
-    m1.store_unaligned(lanes + width);
-    m2.store_unaligned(lanes + 2 * width);
-    m3.store_unaligned(lanes + 3 * width);
-  }
-  return smax::detail::horizontal_max(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
+  const auto r = primitives::reduce_max<A>(x, n, lanes);
+  *has_nan = r.has_nan;
+  return r.max;
 }
 
 // Special rows (spec E1, E4-E6): NaN or +inf anywhere, or nothing but -inf. Returns true when

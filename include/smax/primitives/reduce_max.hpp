@@ -13,8 +13,11 @@ struct max_result {
   bool has_nan;  // any NaN in the row
 };
 
+// With lanes != nullptr, also stores the 4·width lane maxima there (each the maximum of a disjoint
+// set of positions, so the values of distinct elements; -inf when empty): sparsemax bounds its
+// threshold with them.
 template <class A, class T>
-inline max_result<T> reduce_max(const T* x, std::size_t n) noexcept {
+inline max_result<T> reduce_max(const T* x, std::size_t n, T* lanes = nullptr) noexcept {
   using batch = xsimd::batch<T, A>;
   using mask = xsimd::batch_bool<T, A>;
   constexpr std::size_t width = batch::size;
@@ -44,6 +47,12 @@ inline max_result<T> reduce_max(const T* x, std::size_t n) noexcept {
     const batch v = load_partial<A>(x + i, n - i, neg_inf);
     m1 = xsimd::max(m1, v);
     nan1 = nan1 | xsimd::isnan(v);
+  }
+  if (lanes != nullptr) {
+    m0.store_unaligned(lanes);
+    m1.store_unaligned(lanes + width);
+    m2.store_unaligned(lanes + 2 * width);
+    m3.store_unaligned(lanes + 3 * width);
   }
   const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
   return {detail::horizontal_max(m), xsimd::any(nan0 | nan1)};
