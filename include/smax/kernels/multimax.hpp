@@ -27,6 +27,7 @@
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/register_row.hpp"
 #include "row_policy.hpp"
 
 namespace smax {
@@ -57,7 +58,7 @@ struct multimax_modulation {
       : t0(p.t[0]), t1(p.t[1]), t2(p.t[2]), t3(p.t[3]), r0(p.r[0]), r1(p.r[1]), r2(p.r[2]),
         r3(p.r[3]) {}
 
-  batch operator()(batch const& x) const noexcept {
+  SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch zero(T(0));
     const batch below0 = xsimd::max(r0 - x, zero);
     const batch above1 = xsimd::max(x - r1, zero);
@@ -95,84 +96,78 @@ inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexc
 
 // Rows of at most four registers: σ is computed once, in registers, and the maximum is that of
 // the computed values (as softmax's short_row). Sigma: a masked modulation (multimax_modulation).
-template <class A, class T, class Sigma>
-inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
+template <class A, class T, std::size_t Count, class Sigma>
+SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
-  const T neg_inf = -__builtin_huge_val();
-  const std::size_t full = n / width, tail = n % width;
-  batch v[4] = {batch(neg_inf), batch(neg_inf), batch(neg_inf), batch(neg_inf)};
-  for (std::size_t j = 0; j < full; ++j) v[j] = sigma(batch::load_unaligned(x + j * width));
-  if (tail) v[full] = sigma(primitives::load_partial<A>(x + full * width, tail, neg_inf));
-  const std::size_t count = full + (tail != 0);
-  batch m = v[0];
-  auto has_nan = xsimd::isnan(v[0]);
-  for (std::size_t j = 1; j < count; ++j) {
-    m = xsimd::max(m, v[j]);
-    has_nan = has_nan | xsimd::isnan(v[j]);
-  }
-  const T max = smax::detail::horizontal_max(m);
-  if (multimax_special_row<A>(max, xsimd::any(has_nan), y, n)) return;
+  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
+  row.transform(sigma);
+  const auto lanes = row.lane_max();
+  const T max = smax::detail::horizontal_max(lanes.max);
+  if (multimax_special_row<A>(max, lanes.has_nan, y, n)) return;
   const primitives::exp_minus_max<A, T, false> e(max, T(1));
   batch s(T(0));
-  for (std::size_t j = 0; j < count; ++j) {
-    v[j] = e(v[j]);
-    s += v[j];
-  }
-  const double sum = smax::detail::horizontal_sum(s);
-  const batch c(static_cast<T>(1.0 / sum));
-  for (std::size_t j = 0; j < count; ++j) v[j] *= c;
-  for (std::size_t j = 0; j < full; ++j) v[j].store_unaligned(y + j * width);
-  if (tail) primitives::store_partial<A>(y + full * width, tail, v[full]);
+  row.transform([&](batch const& v) {
+    const batch t = e(v);
+    s += t;
+    return t;
+  });
+  const batch c(static_cast<T>(1.0 / smax::detail::horizontal_sum(s)));
+  row.transform([&](batch const& v) { return v * c; });
+  row.store(y);
+}
+
+template <class A, class T, class Sigma>
+inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
+  primitives::with_register_count<A, T>(
+      n, [&](auto count) { multimax_short_row<A, T, decltype(count)::value>(x, y, n, sigma); });
 }
 
 // K short rows at once, the same arithmetic as multimax_short_row interleaved so that the latency
 // chains of independent rows (horizontal max, exp, horizontal sum, reciprocal) overlap (as
 // softmax's short_rows). A group holding a special row (NaN, +inf, all masked) goes row by row.
-template <class A, class T, std::size_t K, class Sigma>
-inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
-                                Sigma const& sigma) noexcept {
+template <class A, class T, std::size_t K, std::size_t Count, class Sigma>
+SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                             std::size_t n, Sigma const& sigma) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
   const T inf = __builtin_huge_val();
-  const std::size_t full = n / width, tail = n % width;
-  const std::size_t count = full + (tail != 0);
-  batch v[K][4];
+  primitives::register_row<A, T, Count> rows[K];
   T max[K];
   bool special = false;
-  for (std::size_t k = 0; k < K; ++k) {
-    const T* xk = x + k * ldx;
-    for (std::size_t j = 0; j < full; ++j) v[k][j] = sigma(batch::load_unaligned(xk + j * width));
-    if (tail) v[k][full] = sigma(primitives::load_partial<A>(xk + full * width, tail, -inf));
-    batch m = v[k][0];
-    auto has_nan = xsimd::isnan(v[k][0]);
-    for (std::size_t j = 1; j < count; ++j) {
-      m = xsimd::max(m, v[k][j]);
-      has_nan = has_nan | xsimd::isnan(v[k][j]);
-    }
-    max[k] = smax::detail::horizontal_max(m);
-    special = special || xsimd::any(has_nan) || max[k] == inf || max[k] == -inf;
-  }
+  primitives::unroll<K>([&](auto k) {
+    rows[k].load(x + k * ldx, n, -inf);
+    rows[k].transform(sigma);
+    const auto lanes = rows[k].lane_max();
+    max[k] = smax::detail::horizontal_max(lanes.max);
+    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf;
+  });
   if (special) {
-    for (std::size_t k = 0; k < K; ++k) multimax_short_row<A>(x + k * ldx, y + k * ldy, n, sigma);
+    primitives::unroll<K>(
+        [&](auto k) { multimax_short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, sigma); });
     return;
   }
   batch s[K];
-  for (std::size_t k = 0; k < K; ++k) {
+  primitives::unroll<K>([&](auto k) {
     const primitives::exp_minus_max<A, T, false> e(max[k], T(1));
     s[k] = batch(T(0));
-    for (std::size_t j = 0; j < count; ++j) {
-      v[k][j] = e(v[k][j]);
-      s[k] += v[k][j];
-    }
-  }
-  for (std::size_t k = 0; k < K; ++k) {
+    rows[k].transform([&](batch const& v) {
+      const batch t = e(v);
+      s[k] += t;
+      return t;
+    });
+  });
+  primitives::unroll<K>([&](auto k) {
     const batch c(static_cast<T>(1.0 / smax::detail::horizontal_sum(s[k])));
-    for (std::size_t j = 0; j < count; ++j) v[k][j] *= c;
-    T* yk = y + k * ldy;
-    for (std::size_t j = 0; j < full; ++j) v[k][j].store_unaligned(yk + j * width);
-    if (tail) primitives::store_partial<A>(yk + full * width, tail, v[k][full]);
-  }
+    rows[k].transform([&](batch const& v) { return v * c; });
+    rows[k].store(y + k * ldy);
+  });
+}
+
+template <class A, class T, std::size_t K, class Sigma>
+inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
+                                Sigma const& sigma) noexcept {
+  primitives::with_register_count<A, T>(n, [&](auto count) {
+    multimax_short_rows<A, T, K, decltype(count)::value>(x, ldx, y, ldy, n, sigma);
+  });
 }
 
 // Every row of a batch of short rows (at most four registers each), four at a time.
@@ -253,7 +248,7 @@ struct multimax_modulation_nondecreasing {
   // std::sqrt: no non-A-templated inline function is called from the kernels (table.hpp).
   static T root(T v) noexcept { return static_cast<T>(__builtin_sqrt(static_cast<double>(v))); }
 
-  batch operator()(batch const& x) const noexcept {
+  SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch zero(T(0));
     batch s = smax::detail::neg_mul_add(t0, xsimd::min(x, r0), x);
     s = smax::detail::mul_add(t1, xsimd::max(x, r1), s);

@@ -13,7 +13,7 @@ namespace kernels {
 // 2^-24 after it): on AVX-512 and AVX2 (float) a hardware estimate (2^-14, or 2^-12 refined once)
 // instead of a division, which is the slowest instruction of the kernel; elsewhere a division.
 template <class A, class T>
-inline xsimd::batch<T, A> reciprocal(xsimd::batch<T, A> const& s) noexcept {
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> reciprocal(xsimd::batch<T, A> const& s) noexcept {
   using batch = xsimd::batch<T, A>;
 #if defined(SMAX_X86_REDUCTIONS)
   if constexpr (sizeof(T) == 4 && sizeof(batch) == 64) {
@@ -31,7 +31,7 @@ inline xsimd::batch<T, A> reciprocal(xsimd::batch<T, A> const& s) noexcept {
 // refined by one Newton step, so the quotient adds 0.5 ulp instead of the 1 ulp that rounding
 // 1 + e would cost.
 template <class A, class T>
-inline xsimd::batch<T, A> sigmoid_of(xsimd::batch<T, A> const& t,
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> sigmoid_of(xsimd::batch<T, A> const& t,
                                      xsimd::batch<T, A> const& t_err) noexcept {
   using batch = xsimd::batch<T, A>;
   const batch one(T(1));

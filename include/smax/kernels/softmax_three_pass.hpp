@@ -8,6 +8,7 @@
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/register_row.hpp"
 #include "row_policy.hpp"
 
 namespace smax {
@@ -15,111 +16,88 @@ namespace kernels {
 
 // Rows of at most four registers: the same arithmetic, but the row stays in registers, so the
 // three passes cost no loads, loops or calls (short attention rows are dominated by those).
-// GCC cannot see the callers' n <= 4·width and warns that v[4] would overflow; telling it so
-// (__builtin_unreachable) made the 64-element row twice as slow, so the warning is silenced.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
-#endif
-template <class A, class T, bool Scaled>
-inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+template <class A, class T, bool Scaled, std::size_t Count>
+SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
-  const T neg_inf = -__builtin_huge_val();
-  const std::size_t full = n / width, tail = n % width;
-  batch v[4] = {batch(neg_inf), batch(neg_inf), batch(neg_inf), batch(neg_inf)};
-  for (std::size_t j = 0; j < full; ++j) v[j] = batch::load_unaligned(x + j * width);
-  if (tail) v[full] = primitives::load_partial<A>(x + full * width, tail, neg_inf);
-  const std::size_t count = full + (tail != 0);
-  batch m = v[0];
-  auto has_nan = xsimd::isnan(v[0]);
-  for (std::size_t j = 1; j < count; ++j) {
-    m = xsimd::max(m, v[j]);
-    has_nan = has_nan | xsimd::isnan(v[j]);
-  }
-  const T max = smax::detail::horizontal_max(m);
-  if (finish_special_row<A>(max, xsimd::any(has_nan), y, n, p)) return;
+  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
+  const auto lanes = row.lane_max();
+  const T max = smax::detail::horizontal_max(lanes.max);
+  if (finish_special_row<A>(max, lanes.has_nan, y, n, p)) return;
   const primitives::exp_minus_max<A, T, Scaled> e(max, p.inv_temperature);
   batch s(T(0));
-  for (std::size_t j = 0; j < count; ++j) {
-    const batch t = e(v[j]);
+  row.transform([&](batch const& v) {
+    const batch t = e(v);
     s += t;
-    if (!p.log) v[j] = t;
-  }
+    return p.log ? v : t;
+  });
   const double sum = smax::detail::horizontal_sum(s);
   if (p.log) {
     const batch mb(max), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
-    for (std::size_t j = 0; j < count; ++j) v[j] = smax::detail::mul_add(v[j] - mb, inv, neg_log_sum);
+    row.transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
   } else {
     const batch c(static_cast<T>(1.0 / sum));
-    for (std::size_t j = 0; j < count; ++j) v[j] *= c;
+    row.transform([&](batch const& v) { return v * c; });
   }
-  for (std::size_t j = 0; j < full; ++j) v[j].store_unaligned(y + j * width);
-  if (tail) primitives::store_partial<A>(y + full * width, tail, v[full]);
+  row.store(y);
 }
 
-// K short rows at once (same length, at most four registers each): the same arithmetic as
-// short_row, interleaved so that the latency chains of independent rows (horizontal max, exp,
-// horizontal sum, reciprocal) overlap. A group holding a special row (NaN, +inf, all masked)
-// goes row by row.
-template <class A, class T, bool Scaled, std::size_t K>
-inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
-                       row_params<T> const& p) noexcept {
+template <class A, class T, bool Scaled>
+inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  primitives::with_register_count<A, T>(
+      n, [&](auto count) { short_row<A, T, Scaled, decltype(count)::value>(x, y, n, p); });
+}
+
+// K short rows at once (same length, Count registers each): the same arithmetic as short_row,
+// interleaved so that the latency chains of independent rows (horizontal max, exp, horizontal
+// sum, reciprocal) overlap. A group holding a special row (NaN, +inf, all masked) goes row by row.
+template <class A, class T, bool Scaled, std::size_t K, std::size_t Count>
+SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                    std::size_t n, row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
-  const T neg_inf = -__builtin_huge_val();
   const T inf = __builtin_huge_val();
-  const std::size_t full = n / width, tail = n % width;
-  const std::size_t count = full + (tail != 0);
-  batch v[K][4];
+  primitives::register_row<A, T, Count> rows[K];
   T max[K];
   bool special = false;
-  for (std::size_t k = 0; k < K; ++k) {
-    const T* xk = x + k * ldx;
-    for (std::size_t j = 0; j < full; ++j) v[k][j] = batch::load_unaligned(xk + j * width);
-    if (tail) v[k][full] = primitives::load_partial<A>(xk + full * width, tail, neg_inf);
-    batch m = v[k][0];
-    auto has_nan = xsimd::isnan(v[k][0]);
-    for (std::size_t j = 1; j < count; ++j) {
-      m = xsimd::max(m, v[k][j]);
-      has_nan = has_nan | xsimd::isnan(v[k][j]);
-    }
-    max[k] = smax::detail::horizontal_max(m);
-    special = special || xsimd::any(has_nan) || max[k] == inf || max[k] == neg_inf;
-  }
+  primitives::unroll<K>([&](auto k) {
+    rows[k].load(x + k * ldx, n, -inf);
+    const auto lanes = rows[k].lane_max();
+    max[k] = smax::detail::horizontal_max(lanes.max);
+    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf;
+  });
   if (special) {
-    for (std::size_t k = 0; k < K; ++k) short_row<A, T, Scaled>(x + k * ldx, y + k * ldy, n, p);
+    primitives::unroll<K>([&](auto k) { short_row<A, T, Scaled, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
   batch s[K];
-  for (std::size_t k = 0; k < K; ++k) {
+  primitives::unroll<K>([&](auto k) {
     const primitives::exp_minus_max<A, T, Scaled> e(max[k], p.inv_temperature);
     s[k] = batch(T(0));
-    for (std::size_t j = 0; j < count; ++j) {
-      const batch t = e(v[k][j]);
+    rows[k].transform([&](batch const& v) {
+      const batch t = e(v);
       s[k] += t;
-      if (!p.log) v[k][j] = t;
-    }
-  }
-  for (std::size_t k = 0; k < K; ++k) {
+      return p.log ? v : t;
+    });
+  });
+  primitives::unroll<K>([&](auto k) {
     const double sum = smax::detail::horizontal_sum(s[k]);
     if (p.log) {
       const batch mb(max[k]), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
-      for (std::size_t j = 0; j < count; ++j)
-        v[k][j] = smax::detail::mul_add(v[k][j] - mb, inv, neg_log_sum);
+      rows[k].transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
     } else {
       const batch c(static_cast<T>(1.0 / sum));
-      for (std::size_t j = 0; j < count; ++j) v[k][j] *= c;
+      rows[k].transform([&](batch const& v) { return v * c; });
     }
-    T* yk = y + k * ldy;
-    for (std::size_t j = 0; j < full; ++j) v[k][j].store_unaligned(yk + j * width);
-    if (tail) primitives::store_partial<A>(yk + full * width, tail, v[k][full]);
-  }
+    rows[k].store(y + k * ldy);
+  });
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+template <class A, class T, bool Scaled, std::size_t K>
+inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
+                       row_params<T> const& p) noexcept {
+  primitives::with_register_count<A, T>(n, [&](auto count) {
+    short_rows<A, T, Scaled, K, decltype(count)::value>(x, ldx, y, ldy, n, p);
+  });
+}
 
 // Long rows. The max pass flags no NaN (one operation per element instead of three): a NaN
 // makes the sum of exponentials NaN, which is checked once, and a NaN in a row whose maximum is

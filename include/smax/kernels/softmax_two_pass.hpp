@@ -77,7 +77,7 @@ template <class A, class T, bool Scaled>
 struct two_pass_input {
   using batch = xsimd::batch<T, A>;
   batch inv;
-  void operator()(batch const& x, batch& u, batch& u_err) const noexcept {
+  SMAX_ALWAYS_INLINE void operator()(batch const& x, batch& u, batch& u_err) const noexcept {
     if (!Scaled) {
       u = x;
       u_err = batch(T(0));

@@ -30,6 +30,7 @@
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/register_row.hpp"
 #include "../primitives/stream.hpp"
 #include "row_policy.hpp"
 
@@ -116,7 +117,7 @@ struct term {
   using batch = xsimd::batch<T, A>;
   batch neg_k, scale;
   explicit term(plan<T> const& p) noexcept : neg_k(static_cast<T>(-p.k)), scale(p.scale) {}
-  batch operator()(batch const& x) const noexcept {
+  SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch b = primitives::expm1_scaled<M != mode::plain>(x, neg_k, scale);
     if constexpr (M == mode::masked)
       return xsimd::select(x == batch(-static_cast<T>(__builtin_huge_val())), batch(T(0)), b);
@@ -132,7 +133,7 @@ struct large_term {
   primitives::exp_minus_max<A, T, false> exp_minus_max;
   batch exp_neg_max;
   explicit large_term(plan<T> const& p) noexcept : exp_minus_max(p.max, T(1)), exp_neg_max(p.exp_neg_max) {}
-  batch operator()(batch const& x) const noexcept {
+  SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch e1 = primitives::expm1(-xsimd::abs(x));
     const batch a = xsimd::select(x > batch(T(0)), -(exp_minus_max(x) * e1), exp_neg_max * e1);
     return xsimd::select(x == batch(-static_cast<T>(__builtin_huge_val())), batch(T(0)), a);
@@ -215,91 +216,83 @@ inline bool finish_special(T max, const T* x, T* y, std::size_t n) noexcept {
 }
 
 // y = relu(b)/S' for rows of at most four registers, held in registers throughout.
-template <class A, class T>
-inline void short_row(const T* x, T* y, std::size_t n, double eps) noexcept {
+template <class A, class T, std::size_t Count>
+SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
-  const std::size_t full = n / width, tail = n % width;
-  batch v[4] = {batch(neg_inf), batch(neg_inf), batch(neg_inf), batch(neg_inf)};
-  for (std::size_t j = 0; j < full; ++j) v[j] = batch::load_unaligned(x + j * width);
-  if (tail) v[full] = primitives::load_partial<A>(x + full * width, tail, neg_inf);
-  const std::size_t count = full + (tail != 0);
-  batch m = v[0];
-  auto nan = xsimd::isnan(v[0]);
-  for (std::size_t j = 1; j < count; ++j) {
-    m = xsimd::max(m, v[j]);
-    nan = nan | xsimd::isnan(v[j]);
-  }
-  const T max = xsimd::any(nan) ? static_cast<T>(__builtin_nan("")) : smax::detail::horizontal_max(m);
+  primitives::register_row<A, T, Count> row(x, n, neg_inf);
+  const auto lanes = row.lane_max();
+  const T max = lanes.has_nan ? static_cast<T>(__builtin_nan("")) : smax::detail::horizontal_max(lanes.max);
   if (finish_special<A>(max, x, y, n)) return;
   // The padding lanes are -inf: the masked (or large) terms give them 0.
   const plan<T> p = make_plan<A>(max, neg_inf);
   const double s = with_term<A>(p, [&](auto const& f) {
     batch acc(T(0));
-    for (std::size_t j = 0; j < count; ++j) {
-      const batch b = f(v[j]);
+    row.transform([&](batch const& v) {
+      const batch b = f(v);
       acc += xsimd::abs(b);
-      v[j] = xsimd::max(b, batch(T(0)));
-    }
+      return xsimd::max(b, batch(T(0)));
+    });
     return smax::detail::horizontal_sum(acc);
   });
   const batch inv(static_cast<T>(1.0 / (s + eps / p.c)));
-  for (std::size_t j = 0; j < full; ++j) (v[j] * inv).store_unaligned(y + j * width);
-  if (tail) primitives::store_partial<A>(y + full * width, tail, v[full] * inv);
+  row.transform([&](batch const& v) { return v * inv; });
+  row.store(y);
 }
 
-// K short rows at once (same length, at most four registers each): short_row's arithmetic,
-// interleaved so that the latency chains of independent rows (horizontal max, term, horizontal
-// sum, reciprocal) overlap. A group holding a row short_row would finish specially (NaN, +inf,
-// all masked, m <= 0) or compute in the large form goes row by row.
-template <class A, class T, std::size_t K>
-inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
-                       double eps) noexcept {
+template <class A, class T>
+inline void short_row(const T* x, T* y, std::size_t n, double eps) noexcept {
+  primitives::with_register_count<A, T>(
+      n, [&](auto count) { short_row<A, T, decltype(count)::value>(x, y, n, eps); });
+}
+
+// K short rows at once (same length, Count registers each): short_row's arithmetic, interleaved
+// so that the latency chains of independent rows (horizontal max, term, horizontal sum,
+// reciprocal) overlap. A group holding a row short_row would finish specially (NaN, +inf, all
+// masked, m <= 0) or compute in the large form goes row by row.
+template <class A, class T, std::size_t K, std::size_t Count>
+SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                    std::size_t n, double eps) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
-  const std::size_t full = n / width, tail = n % width;
-  const std::size_t count = full + (tail != 0);
-  batch v[K][4];
+  primitives::register_row<A, T, Count> rows[K];
   T max[K];
   bool ordinary = true;
-  for (std::size_t k = 0; k < K; ++k) {
-    const T* xk = x + k * ldx;
-    for (std::size_t j = 0; j < full; ++j) v[k][j] = batch::load_unaligned(xk + j * width);
-    if (tail) v[k][full] = primitives::load_partial<A>(xk + full * width, tail, neg_inf);
-    batch m = v[k][0];
-    auto nan = xsimd::isnan(v[k][0]);
-    for (std::size_t j = 1; j < count; ++j) {
-      m = xsimd::max(m, v[k][j]);
-      nan = nan | xsimd::isnan(v[k][j]);
-    }
-    max[k] = smax::detail::horizontal_max(m);
-    ordinary = ordinary && !xsimd::any(nan) && max[k] > T(0) && max[k] <= constants<T>::fast_max;
-  }
+  primitives::unroll<K>([&](auto k) {
+    rows[k].load(x + k * ldx, n, neg_inf);
+    const auto lanes = rows[k].lane_max();
+    max[k] = smax::detail::horizontal_max(lanes.max);
+    ordinary = ordinary && !lanes.has_nan && max[k] > T(0) && max[k] <= constants<T>::fast_max;
+  });
   if (!ordinary) {
-    for (std::size_t k = 0; k < K; ++k) short_row<A>(x + k * ldx, y + k * ldy, n, eps);
+    primitives::unroll<K>([&](auto k) { short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, eps); });
     return;
   }
   batch s[K];
   double eps_b[K];
-  for (std::size_t k = 0; k < K; ++k) {
+  primitives::unroll<K>([&](auto k) {
     const plan<T> p = make_plan<A>(max[k], neg_inf);  // masked, as short_row: the same bits
     const term<A, T, mode::masked> f(p);
     eps_b[k] = eps / p.c;
     s[k] = batch(T(0));
-    for (std::size_t j = 0; j < count; ++j) {
-      const batch b = f(v[k][j]);
+    rows[k].transform([&](batch const& v) {
+      const batch b = f(v);
       s[k] += xsimd::abs(b);
-      v[k][j] = xsimd::max(b, batch(T(0)));
-    }
-  }
-  for (std::size_t k = 0; k < K; ++k) {
+      return xsimd::max(b, batch(T(0)));
+    });
+  });
+  primitives::unroll<K>([&](auto k) {
     const batch inv(static_cast<T>(1.0 / (smax::detail::horizontal_sum(s[k]) + eps_b[k])));
-    T* yk = y + k * ldy;
-    for (std::size_t j = 0; j < full; ++j) (v[k][j] * inv).store_unaligned(yk + j * width);
-    if (tail) primitives::store_partial<A>(yk + full * width, tail, v[k][full] * inv);
-  }
+    rows[k].transform([&](batch const& v) { return v * inv; });
+    rows[k].store(y + k * ldy);
+  });
+}
+
+template <class A, class T, std::size_t K>
+inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
+                       double eps) noexcept {
+  primitives::with_register_count<A, T>(
+      n, [&](auto count) { short_rows<A, T, K, decltype(count)::value>(x, ldx, y, ldy, n, eps); });
 }
 
 template <class A, class T>

@@ -99,6 +99,14 @@ inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t l
       kernel = scaled ? &three_pass_row<A, T, true> : &three_pass_row<A, T, false>;
       break;
   }
+  // One short row (an attention row, a classifier's logits) goes straight to its kernel.
+  if (rows == 1 && algorithm == algorithm_id::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
+    if (scaled)
+      short_row<A, T, true>(x, y, cols, p);
+    else
+      short_row<A, T, false>(x, y, cols, p);
+    return;
+  }
   // Short rows go four at a time through the interleaved kernel (throughput, not latency).
   std::size_t r = 0;
   if (algorithm == algorithm_id::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {

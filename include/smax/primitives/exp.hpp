@@ -54,7 +54,7 @@ template <> struct exp_constants<double> {
 // r_lo a small correction: the linear term adds r_hi last, so rounding the reduced argument costs
 // nothing (that rounding alone is worth 0.3 ulp in the result).
 template <class T, class A>
-inline xsimd::batch<T, A> expm1_reduced(xsimd::batch<T, A> const& r_hi,
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_reduced(xsimd::batch<T, A> const& r_hi,
                                         xsimd::batch<T, A> const& r_lo) noexcept {
   using batch = xsimd::batch<T, A>;
   using c = exp_constants<T>;
@@ -76,7 +76,7 @@ inline xsimd::batch<T, A> expm1_reduced(xsimd::batch<T, A> const& r_hi,
 // Underflow = false promises t >= ln(FLT_MIN) (or DBL_MIN) in every lane, NaN allowed: the
 // underflow select is skipped (one instruction on AVX-512, two elsewhere).
 template <bool Underflow = true, class T, class A>
-inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
                                           xsimd::batch<T, A> const& t_err) noexcept {
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;
@@ -116,7 +116,7 @@ inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
 }
 
 template <bool Underflow = true, class T, class A>
-inline xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t) noexcept {
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t) noexcept {
   return exp_nonpositive<Underflow>(t, xsimd::batch<T, A>(T(0)));
 }
 

@@ -44,7 +44,7 @@ struct exp_minus_max {
 
   exp_minus_max(T max, T inv_t) noexcept : neg_max(-max), inv_temperature(inv_t) {}
 
-  batch operator()(batch const& x) const noexcept {
+  SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch d = x + neg_max;
     if constexpr (E == difference_error::dropped) {
       return exp_nonpositive<Underflow>(Scaled ? d * inv_temperature : d);

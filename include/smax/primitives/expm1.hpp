@@ -43,7 +43,7 @@ template <> struct expm1_constants<double> {
 // every instruction set); double: <= 2 ulp on the sampled sweep. With K > 0 the scaling by
 // 2^-K is exact while the result is normal.
 template <bool Clamp, class T, class A>
-inline xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, xsimd::batch<T, A> const& neg_k,
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, xsimd::batch<T, A> const& neg_k,
                                        xsimd::batch<T, A> const& scale) noexcept {
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;
@@ -70,7 +70,7 @@ inline xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, xsimd::batch
 // expm1(t) = e^t - 1, for t <= highest (88.37 float, 709.43 double); +inf above ln(max) is not
 // produced: the caller keeps t <= highest. -inf gives -1, NaN stays NaN. Error as expm1_scaled.
 template <class T, class A>
-inline xsimd::batch<T, A> expm1(xsimd::batch<T, A> const& t) noexcept {
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1(xsimd::batch<T, A> const& t) noexcept {
   using batch = xsimd::batch<T, A>;
   return expm1_scaled<true>(t, batch(T(0)), batch(T(1)));
 }

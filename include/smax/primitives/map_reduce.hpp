@@ -24,7 +24,7 @@ inline void prefetch(const void* p, std::size_t bytes) noexcept {
 // also asks for the lines prefetch_distance elements ahead, so a compute-bound pass over cached
 // data can pull in the next block meanwhile (the caller guarantees nothing; it is a hint).
 template <class A, bool Store, class T, class F>
-inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
+SMAX_FLATTEN inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
                       std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
@@ -68,7 +68,7 @@ inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
 
 // y[i] = f(x[i]) for i < n; x == y is allowed. prefetch_distance as for map_sum.
 template <class A, class T, class F>
-inline void map(const T* x, T* y, std::size_t n, F const& f,
+SMAX_FLATTEN inline void map(const T* x, T* y, std::size_t n, F const& f,
                 std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
@@ -91,7 +91,7 @@ inline void map(const T* x, T* y, std::size_t n, F const& f,
 // Sum over i < n of f(a[i], b[i]) (blocked as map_sum); the tail pads both with 0, which f must
 // map to 0.
 template <class A, class T, class F>
-inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f) noexcept {
+SMAX_FLATTEN inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   double total = 0.0;
@@ -115,7 +115,7 @@ inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f) noexcep
 
 // y[i] = f(a[i], b[i]) for i < n; any of the pointers may alias.
 template <class A, class T, class F>
-inline void zip_map(const T* a, const T* b, T* y, std::size_t n, F const& f) noexcept {
+SMAX_FLATTEN inline void zip_map(const T* a, const T* b, T* y, std::size_t n, F const& f) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   std::size_t i = 0;

@@ -17,7 +17,7 @@ struct max_result {
 // set of positions, so the values of distinct elements; -inf when empty): sparsemax bounds its
 // threshold with them.
 template <class A, class T>
-inline max_result<T> reduce_max(const T* x, std::size_t n, T* lanes = nullptr) noexcept {
+SMAX_FLATTEN inline max_result<T> reduce_max(const T* x, std::size_t n, T* lanes = nullptr) noexcept {
   using batch = xsimd::batch<T, A>;
   using mask = xsimd::batch_bool<T, A>;
   constexpr std::size_t width = batch::size;
@@ -69,7 +69,7 @@ struct range_result {
 // afterwards, where it costs nothing (in the sum of exponentials, which is NaN exactly when the
 // row holds one) or when the row is special anyway (max = -inf: see kernels::has_nan).
 template <class A, bool Min, class T>
-inline range_result<T> reduce_range(const T* x, std::size_t n) noexcept {
+SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   const T inf = __builtin_huge_val();
