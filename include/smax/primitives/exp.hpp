@@ -84,8 +84,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
   const batch biased = detail::mul_add(t, batch(c::log2e), batch(c::magic));
   const batch k = biased - batch(c::magic);
   // t - k·ln2_hi is exact (k·ln2_hi has few bits and the difference is smaller than t).
-  const batch r_hi = detail::neg_mul_add(k, batch(c::ln2_hi), t);
-  const batch r_lo = detail::neg_mul_add(k, batch(c::ln2_lo), t_err);
+  const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), t);
+  const batch r_lo = detail::mul_add(k, batch(-c::ln2_lo), t_err);
   const batch p = expm1_reduced(r_hi, r_lo);
 #if defined(SMAX_X86_REDUCTIONS)
   if constexpr (sizeof(batch) == 64) {

@@ -54,8 +54,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, 
   const batch biased = detail::mul_add(u, batch(c::log2e), batch(c::magic));
   const batch k = biased - batch(c::magic);
   // u - k·ln2_hi is exact (k has at most 8 bits, ln2_hi 10), as in exp_nonpositive.
-  const batch r_hi = detail::neg_mul_add(k, batch(c::ln2_hi), u);
-  const batch r_lo = -(k * batch(c::ln2_lo));
+  const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), u);
+  const batch r_lo = k * batch(-c::ln2_lo);
   const batch p = expm1_reduced(r_hi, r_lo);
   // biased holds magic + k exactly (integers are exact at the magic's exponent), so adding -K
   // gives magic + (k - K), whose low bits shifted into the exponent field are 2^(k-K).
