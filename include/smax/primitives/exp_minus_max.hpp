@@ -7,6 +7,9 @@
 // two-operation form with the same, exact, result.
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "exp.hpp"
 
@@ -26,10 +29,24 @@ enum class difference_error {
 
 // The cheapest exact form for a row with maximum `max` and minimum `min` (finite max).
 // Dekker's Fast2Sum(a, b) is exact when exponent(a) >= exponent(b).
+// Compared on the exponent fields (|min| < 2^(exponent(max) + 1)), not with ilogb and ldexp:
+// two library calls per row (about 3 ns, 1 % of a 1000-element row).
 template <class T>
 inline difference_error choose_difference_error(T max, T min) noexcept {
+  using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr int mantissa_bits = sizeof(T) == 4 ? 23 : 52;
   if (max <= T(0)) return difference_error::x_larger;
-  if (-min < std::ldexp(T(1), std::ilogb(max) + 1)) return difference_error::max_larger;
+  bits max_bits, min_bits;
+  const T magnitude = -min;  // min <= max, and max > 0 here; -inf gives +inf, the largest field
+  std::memcpy(&max_bits, &max, sizeof(T));
+  std::memcpy(&min_bits, &magnitude, sizeof(T));
+  // A subnormal max has no exponent field to compare (all are 0): the rare case takes ilogb.
+  if ((max_bits >> mantissa_bits) == 0)
+    return -min < std::ldexp(T(1), std::ilogb(max) + 1) ? difference_error::max_larger
+                                                         : difference_error::two_sum;
+  // A negative magnitude (min > 0) has its sign bit set: it is below 2^(e + 1) anyway.
+  if (magnitude < T(0) || (min_bits >> mantissa_bits) <= (max_bits >> mantissa_bits))
+    return difference_error::max_larger;
   return difference_error::two_sum;
 }
 
