@@ -17,6 +17,7 @@ struct row_params {
   // Elements from this row's start to the next row's, 0 for the last row: a batched kernel
   // prefetches the next row while its exp pass keeps the core busy.
   std::size_t next_row = 0;
+  std::size_t next_output_row = 0;  // the same for y (its leading dimension, or 0)
 };
 
 template <class A, class T>

@@ -115,7 +115,10 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
       return;
     const primitives::exp_minus_max<A, T, Scaled, primitives::difference_error::dropped> e(
         r.max, p.inv_temperature);
-    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e, p.next_row);
+    // In a batch, this row's y is asked for while the sum keeps the core busy (the write pass
+    // follows); softmax asks for the next row's y, which its exp pass writes.
+    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e, p.next_row,
+                                                   p.next_output_row ? y : nullptr);
     if (s != s) return fill_row<A>(y, n, nan);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, ::log(s));
     return;
@@ -125,7 +128,10 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
     return;
   const double s = primitives::with_exp_minus_max<A, T, Scaled>(
       r.max, r.min, p.inv_temperature,
-      [&](auto const& e) { return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row); });
+      [&](auto const& e) {
+        return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row,
+                                            p.next_output_row ? y + p.next_output_row : nullptr);
+      });
   if (s != s) return fill_row<A>(y, n, nan);
   const batch c(static_cast<T>(1.0 / s));
   primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });

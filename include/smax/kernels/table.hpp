@@ -122,7 +122,9 @@ inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t l
   // fit in L2 would otherwise wait for each row's first pass).
   row_params<T> q = p;
   for (; r < rows; ++r) {
-    q.next_row = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
+    const bool ahead = r + 1 < rows && cols * sizeof(T) >= 1024;
+    q.next_row = ahead ? ldx : 0;
+    q.next_output_row = ahead ? ldy : 0;
     kernel(x + r * ldx, y + r * ldy, cols, q);
   }
 }

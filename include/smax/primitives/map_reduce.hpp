@@ -19,13 +19,23 @@ inline void prefetch(const void* p, std::size_t bytes) noexcept {
   for (std::size_t k = 0; k < bytes; k += 64) __builtin_prefetch(static_cast<const char*>(p) + k, 0, 3);
 }
 
+// The same with the intent to write (prefetchw): a later store then finds its line owned instead
+// of waiting for it.
+template <class A>
+inline void prefetch_for_write(const void* p, std::size_t bytes) noexcept {
+  for (std::size_t k = 0; k < bytes; k += 64) __builtin_prefetch(static_cast<const char*>(p) + k, 1, 3);
+}
+
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
 // `fill`, and its lanes past n are dropped from the sum whatever f makes of them. x == y is allowed. With prefetch_distance > 0 every iteration
 // also asks for the lines prefetch_distance elements ahead, so a compute-bound pass over cached
 // data can pull in the next block meanwhile (the caller guarantees nothing; it is a hint).
+// write_ahead, when given, is a row the caller writes next: the lines of write_ahead[0, n) are
+// asked for with write intent meanwhile.
 template <class A, bool Store, class T, class F>
 SMAX_FLATTEN inline double map_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
-                      std::size_t prefetch_distance = 0) noexcept {
+                                   std::size_t prefetch_distance = 0,
+                                   T* write_ahead = nullptr) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   double total = 0.0;
@@ -35,6 +45,7 @@ SMAX_FLATTEN inline double map_sum(const T* x, T* y, std::size_t n, T fill, F co
     batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
     for (; i + 4 * width <= block_end; i += 4 * width) {
       if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
+      if (write_ahead) prefetch_for_write<A>(write_ahead + i, 4 * width * sizeof(T));
       const batch e0 = f(batch::load_unaligned(x + i));
       const batch e1 = f(batch::load_unaligned(x + i + width));
       const batch e2 = f(batch::load_unaligned(x + i + 2 * width));
