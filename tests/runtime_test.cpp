@@ -75,4 +75,36 @@ TEST(runtime, other_families_use_the_chosen_tables) {
   });
 }
 
+// The backward passes too (dy a second random row, y the forward result).
+TEST(runtime, backward_passes_use_the_chosen_tables) {
+  const auto x = random_row<float>(777, 20.0, 0.0, 5);
+  const auto dy = random_row<float>(777, 2.0, 0.0, 6);
+  const std::size_t n = x.size();
+  std::vector<float> y(n), a(n), b(n);
+  smax::runtime::dispatch::visit([&](auto arch) {
+    using A = decltype(arch);
+    smax::runtime::sparsemax(x.data(), y.data(), n);
+    smax::runtime::sparsemax_backward(y.data(), dy.data(), a.data(), n);
+    smax::kernels::sparsemax_table<A>::backward(y.data(), n, dy.data(), n, b.data(), n, 1, n);
+    EXPECT_EQ(a, b) << "sparsemax";
+    smax::runtime::softpick(x.data(), y.data(), n);
+    smax::runtime::softpick_backward(x.data(), y.data(), dy.data(), a.data(), n);
+    smax::kernels::softpick_table<A>::backward(x.data(), n, y.data(), n, dy.data(), n, b.data(), n,
+                                               1, n, 1e-8);
+    EXPECT_EQ(a, b) << "softpick";
+    const smax::multimax_options o{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
+    smax::runtime::multimax(x.data(), y.data(), n, o);
+    smax::multimax_param_grads g{};
+    smax::runtime::multimax_backward(x.data(), y.data(), dy.data(), a.data(), n, o, &g);
+    double sums[8] = {};
+    smax::kernels::multimax_table<A>::backward(x.data(), n, y.data(), n, dy.data(), n, b.data(), n,
+                                               1, n, smax::api::multimax_parameters_of<float>(o), sums);
+    EXPECT_EQ(a, b) << "multimax";
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(g.dt[k], sums[k]) << "dt" << k;
+      EXPECT_EQ(g.dr[k], sums[4 + k]) << "dr" << k;
+    }
+  });
+}
+
 }  // namespace

@@ -72,6 +72,24 @@ inline kernels::multimax_parameters<T> multimax_parameters_of(multimax_options c
   return p;
 }
 
+// The backward pass on one instruction set's table (the header-only and runtime forms).
+template <class Table, class T>
+inline void multimax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
+                              std::size_t cols, std::size_t ld, multimax_options const& opts,
+                              multimax_param_grads* param_grads) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
+  SMAX_ASSERT(ld >= cols || rows <= 1);
+  double grads[8] = {};
+  if (rows != 0 && cols != 0)
+    Table::backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, multimax_parameters_of<T>(opts),
+                    param_grads ? grads : nullptr);
+  if (param_grads)
+    for (int k = 0; k < 4; ++k) {
+      param_grads->dt[k] = grads[k];
+      param_grads->dr[k] = grads[4 + k];
+    }
+}
+
 }  // namespace api
 
 // MultiMax of one row of n elements.
@@ -113,18 +131,8 @@ inline void multimax_backward_rows(const T* x, const T* y, const T* dy, T* dx, s
                                    std::size_t cols, std::size_t ld,
                                    multimax_options const& opts = {},
                                    multimax_param_grads* param_grads = nullptr) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  double grads[8] = {};
-  if (rows != 0 && cols != 0)
-    kernels::multimax_table<xsimd::default_arch>::backward(
-        x, ld, y, ld, dy, ld, dx, ld, rows, cols, api::multimax_parameters_of<T>(opts),
-        param_grads ? grads : nullptr);
-  if (param_grads)
-    for (int k = 0; k < 4; ++k) {
-      param_grads->dt[k] = grads[k];
-      param_grads->dr[k] = grads[4 + k];
-    }
+  api::multimax_backward<kernels::multimax_table<xsimd::default_arch>>(x, y, dy, dx, rows, cols, ld,
+                                                                      opts, param_grads);
 }
 
 // One row of n elements: multimax_backward_rows with one row.

@@ -201,6 +201,19 @@ inline void sparsemax(const T* x, T* y, std::size_t n) noexcept {
   runtime::sparsemax_rows(x, y, 1, n, n);
 }
 template <class T, detail::if_real_t<T> = 0>
+inline void sparsemax_backward_rows(const T* y, const T* dy, T* dx, std::size_t rows,
+                                    std::size_t cols, std::size_t ld) noexcept {
+  SMAX_ASSERT((y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
+  if (rows == 0 || cols == 0) return;
+  dispatch::visit([&](auto a) {
+    kernels::sparsemax_table<decltype(a)>::backward(y, ld, dy, ld, dx, ld, rows, cols);
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void sparsemax_backward(const T* y, const T* dy, T* dx, std::size_t n) noexcept {
+  runtime::sparsemax_backward_rows(y, dy, dx, 1, n, n);
+}
+template <class T, detail::if_real_t<T> = 0>
 inline void softpick_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
                           softpick_options const& opts = {}) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
@@ -216,6 +229,23 @@ inline void softpick(const T* x, T* y, std::size_t n, softpick_options const& op
   runtime::softpick_rows(x, y, 1, n, n, opts);
 }
 template <class T, detail::if_real_t<T> = 0>
+inline void softpick_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
+                                   std::size_t cols, std::size_t ld,
+                                   softpick_options const& opts = {}) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 ||
+              cols == 0);
+  api::check_options(opts);
+  if (rows == 0 || cols == 0) return;
+  dispatch::visit([&](auto a) {
+    kernels::softpick_table<decltype(a)>::backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts.eps);
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void softpick_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
+                              softpick_options const& opts = {}) noexcept {
+  runtime::softpick_backward_rows(x, y, dy, dx, 1, n, n, opts);
+}
+template <class T, detail::if_real_t<T> = 0>
 inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
                           multimax_options const& opts = {}) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
@@ -228,6 +258,22 @@ inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, 
 template <class T, detail::if_real_t<T> = 0>
 inline void multimax(const T* x, T* y, std::size_t n, multimax_options const& opts = {}) noexcept {
   runtime::multimax_rows(x, y, 1, n, n, opts);
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void multimax_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
+                                   std::size_t cols, std::size_t ld,
+                                   multimax_options const& opts = {},
+                                   multimax_param_grads* param_grads = nullptr) noexcept {
+  dispatch::visit([&](auto a) {
+    api::multimax_backward<kernels::multimax_table<decltype(a)>>(x, y, dy, dx, rows, cols, ld, opts,
+                                                                 param_grads);
+  });
+}
+template <class T, detail::if_real_t<T> = 0>
+inline void multimax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
+                              multimax_options const& opts = {},
+                              multimax_param_grads* param_grads = nullptr) noexcept {
+  runtime::multimax_backward_rows(x, y, dy, dx, 1, n, n, opts, param_grads);
 }
 
 }  // namespace runtime

@@ -30,8 +30,8 @@
 
 SMAX_BEGIN_NAMESPACE
 
-// Softmax of one row of n elements with the algorithm best for n: three-pass while the row fits
-// in cache (<= 1 MiB), the blocked online normaliser beyond.
+// Softmax of one row of n elements with the algorithm best for n: three-pass up to 4 MiB (by 8 KiB
+// blocks beyond 16 KiB), the blocked online normaliser beyond.
 template <class T, detail::if_real_t<T> = 0>
 inline void softmax(const T* x, T* y, std::size_t n, softmax_options const& opts = {}) noexcept {
   api::forward<api::default_table>(x, n, y, n, 1, n, false, opts, kernels::algorithm_id::automatic);

@@ -99,6 +99,95 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
   });
 }
 
+// Softmax rows of 2 to 512 blocks of 8 KiB (up to 4 MiB; `automatic` sends rows of more than
+// 16 KiB here): each block takes its own max and min while it is pulled into L1, then its
+// exp(x - block max) is stored and summed from L1 while the next block is prefetched; a last
+// pass scales each block by exp(block max - row max)/sum. The separate max pass over the whole
+// row (from L2 or L3 once the row leaves L1) is saved (smax_bench, AVX-512): 32768 elements
+// 8.7 -> 8.4 us, 262144 79.6 -> 69.3 us, and 1M elements 479 -> 440 us against the online
+// normaliser, which took rows beyond 1 MiB before. Each y is still one
+// exp and one product, fl(exp(x - m_b))·fl(exp(m_b - M)/S). Rows within L1 gain nothing (4096:
+// 874 -> 908 ns), so they keep the plain three passes. Returns false for the rows it does not
+// take.
+constexpr std::size_t three_pass_block_bytes = 8192;
+constexpr std::size_t three_pass_max_blocks = 512;
+
+// exp((m_b - M)/T) for a block maximum m_b <= the row maximum M. For float the difference and
+// the product are exact in double; for double their rounding errors (TwoSum, and the FMA
+// residual of the product) are carried as a first-order correction, as the kernels carry the
+// error of x - max: rounding m_b - M alone costs |m_b - M|·2^-53 (1.4e-14 at a spread of 200).
+template <class A, class T>
+inline double block_scale(T block_max, T row_max, T inv_t) noexcept {
+  const double a = block_max, b = -static_cast<double>(row_max), s = inv_t;
+  const double d = a + b;
+  const double p = d * s;
+  if (sizeof(T) == 4) return ::exp(p);
+  const double b_part = d - a;
+  const double d_err = (a - (d - b_part)) + (b - b_part);
+  const double p_err = __builtin_fma(d, s, -p);
+  return ::exp(p) * (1.0 + (p_err + d_err * s));
+}
+
+template <class A, class T, bool Scaled>
+inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  constexpr std::size_t block = three_pass_block_bytes / sizeof(T);
+  const std::size_t blocks = (n + block - 1) / block;
+  if (blocks < 2 || blocks > three_pass_max_blocks) return false;
+  const T inf = __builtin_huge_val();
+  const T nan = __builtin_nan("");
+  T block_max[three_pass_max_blocks];
+  double block_sum[three_pass_max_blocks];  // then each block's exp(m_b - M)
+  T row_max = -inf;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t start = b * block, len = n - start < block ? n - start : block;
+    const auto r = primitives::reduce_range<A, true>(x + start, len);
+    // A NaN the max missed makes the block's sum NaN (checked below); +inf makes the row NaN.
+    if (r.max != r.max || r.max == inf) {
+      fill_row<A>(y, n, nan);
+      return true;
+    }
+    block_max[b] = r.max;
+    block_sum[b] = 0.0;
+    if (r.max == -inf) {  // a fully masked block: zeros, unless it hides a NaN
+      if (has_nan<A>(x + start, len)) {
+        fill_row<A>(y, n, nan);
+        return true;
+      }
+      fill_row<A>(y + start, len, T(0));
+      continue;
+    }
+    if (r.max > row_max) row_max = r.max;
+    // The next block is pulled in while this one is exponentiated; the last block asks for the
+    // next row of a batch instead (and for its y, which the next call writes first).
+    const bool last = b + 1 == blocks;
+    const std::size_t ahead = !last ? block : p.next_row ? p.next_row - start : 0;
+    T* const write_ahead = last && p.next_output_row ? y + p.next_output_row - start : nullptr;
+    block_sum[b] = primitives::with_exp_minus_max<A, T, Scaled>(
+        r.max, r.min, p.inv_temperature, [&](auto const& e) {
+          return primitives::map_sum<A, true>(x + start, y + start, len, -inf, e, ahead, write_ahead);
+        });
+  }
+  if (finish_special_row<A>(row_max, false, y, n, p)) return true;  // every block masked
+  double sum = 0.0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const double scale = block_max[b] == -inf ? 0.0 : block_scale<A>(block_max[b], row_max, p.inv_temperature);
+    sum += block_sum[b] * scale;
+    block_sum[b] = scale;
+  }
+  if (sum != sum) {
+    fill_row<A>(y, n, nan);
+    return true;
+  }
+  using batch = xsimd::batch<T, A>;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t start = b * block, len = n - start < block ? n - start : block;
+    if (block_max[b] == -inf) continue;  // already zeros
+    const batch c(static_cast<T>(block_sum[b] / sum));
+    primitives::map<A>(y + start, y + start, len, [&](batch const& v) { return v * c; });
+  }
+  return true;
+}
+
 // Long rows. The max pass flags no NaN (one operation per element instead of three): a NaN
 // makes the sum of exponentials NaN, which is checked once, and a NaN in a row whose maximum is
 // -inf is looked for only then. The softmax max pass also takes the minimum, which chooses the
@@ -135,6 +224,12 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
   if (s != s) return fill_row<A>(y, n, nan);
   const batch c(static_cast<T>(1.0 / s));
   primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
+}
+
+// The blocked form where it applies (2 to 512 blocks), the reloading three passes otherwise.
+template <class A, class T, bool Scaled>
+inline void blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  if (!try_blocked_three_pass_row<A, T, Scaled>(x, y, n, p)) three_pass_row<A, T, Scaled>(x, y, n, p);
 }
 
 }  // namespace kernels

@@ -20,13 +20,17 @@
 namespace smax {
 namespace kernels {
 
-enum class algorithm_id : unsigned { automatic = 0, three_pass = 1, online = 2, two_pass = 3 };
+// blocked_three_pass is chosen by `automatic` only (no public tag): smax::three_pass keeps the
+// textbook reloading form, which MultiMax with zero parameters reproduces bit for bit.
+enum class algorithm_id : unsigned { automatic = 0, three_pass = 1, online = 2, two_pass = 3, blocked_three_pass = 4 };
 
 enum : unsigned { flag_log = 1u, flag_zero_masked_rows = 2u };
 
-// Rows up to this many bytes run three-pass (the reloading pass re-reads y from cache); longer
-// rows run the online two-pass kernel, which reads x once less from memory.
-constexpr std::size_t three_pass_max_bytes = std::size_t(1) << 20;
+// Rows up to this many bytes run three-pass (the reloading pass re-reads y from cache); beyond
+// three_pass_block_bytes·2 (16 KiB) in blocks (blocked_three_pass_row). Longer rows run the
+// online two-pass kernel, which reads x once less from memory but takes two exponentials per
+// element.
+constexpr std::size_t three_pass_max_bytes = std::size_t(4) << 20;
 // Log-softmax's online form takes no more exponentials than its three-pass form (its second pass
 // is (x - m) - log s), so it wins as soon as the row leaves L1 and the saved pass over x has to
 // come from L2: 32768 elements 8.86 -> 8.58 us, 262144 86.7 -> 79.2 us; at 4096 the three-pass
@@ -88,15 +92,23 @@ inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t l
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
   [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
-  if (algorithm == algorithm_id::automatic)
-    algorithm = cols * sizeof(T) <= (p.log ? log_three_pass_max_bytes : three_pass_max_bytes)
-                    ? algorithm_id::three_pass
-                    : algorithm_id::online;
+  if (algorithm == algorithm_id::automatic) {
+    const std::size_t bytes = cols * sizeof(T);
+    if (bytes <= 2 * three_pass_block_bytes)
+      algorithm = algorithm_id::three_pass;
+    else if (p.log)
+      algorithm = bytes <= log_three_pass_max_bytes ? algorithm_id::three_pass : algorithm_id::online;
+    else
+      algorithm = bytes <= three_pass_max_bytes ? algorithm_id::blocked_three_pass : algorithm_id::online;
+  }
   using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
   row_kernel kernel;
   switch (algorithm) {
     case algorithm_id::online:
       kernel = scaled ? &online_row<A, T, true> : &online_row<A, T, false>;
+      break;
+    case algorithm_id::blocked_three_pass:
+      kernel = scaled ? &blocked_three_pass_row<A, T, true> : &blocked_three_pass_row<A, T, false>;
       break;
     case algorithm_id::two_pass:
       kernel = scaled ? &two_pass_row<A, T, true> : &two_pass_row<A, T, false>;
