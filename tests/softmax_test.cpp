@@ -95,6 +95,68 @@ TYPED_TEST(softmax_test, all_masked_inf_and_nan_rows) {
   }
 }
 
+// Rows the blocked three-pass form takes (more than two 8 KiB blocks): masked, NaN and +inf
+// entries in the first, a middle and the last block, the row maximum in a later block than the
+// first, temperatures, and batches (whose rows prefetch the next one) equal to single rows.
+TYPED_TEST(softmax_test, blocked_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t block = smax::kernels::three_pass_block_bytes / sizeof(T);
+  const std::size_t n = 3 * block + 5;
+  const algorithm_id blocked[] = {algorithm_id::blocked_three_pass, algorithm_id::automatic};
+  const auto base = random_row<T>(n, 20.0, 0.0, 41);
+  auto check = [&](std::vector<T> const& x, const char* what, T t = T(1)) {
+    for (auto a : blocked)
+      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << what;
+  };
+  check(base, "random");
+  check(base, "T = 0.5", T(0.5));
+  check(base, "T = 2", T(2));
+  auto late_max = base;
+  late_max[n - 2] = T(40);  // the last block holds the maximum: the others are scaled down
+  check(late_max, "maximum in the last block");
+  for (std::size_t b : {std::size_t(0), std::size_t(1), std::size_t(3)}) {
+    auto x = base;
+    for (std::size_t i = b * block; i < std::min(n, (b + 1) * block); ++i) x[i] = -infinity<T>;
+    check(x, "a masked block");
+    x[b * block + 1] = quiet_nan<T>;  // a NaN the masked block's maximum cannot see
+    for (auto a : blocked) {
+      std::vector<T> y(n);
+      forward<TypeParam>(a, false, x.data(), y.data(), n);
+      for (T v : y) EXPECT_TRUE(std::isnan(v)) << "NaN in masked block " << b;
+    }
+  }
+  for (T special : {infinity<T>, quiet_nan<T>})
+    for (std::size_t i : {std::size_t(3), block + 7, n - 1}) {
+      auto x = base;
+      x[i] = special;
+      for (auto a : blocked)
+        for (bool log : forms) {
+          std::vector<T> y(n);
+          forward<TypeParam>(a, log, x.data(), y.data(), n);
+          for (T v : y) EXPECT_TRUE(std::isnan(v)) << special << " at " << i;
+        }
+    }
+  const std::vector<T> masked(n, -infinity<T>);
+  for (auto a : blocked) {
+    std::vector<T> y(n);
+    forward<TypeParam>(a, false, masked.data(), y.data(), n);
+    for (T v : y) EXPECT_TRUE(std::isnan(v));
+    forward<TypeParam>(a, false, masked.data(), y.data(), n, T(1), true);
+    for (T v : y) EXPECT_EQ(v, T(0));
+  }
+  // A batch of three such rows, ld > cols: each row as computed alone, bit for bit.
+  const std::size_t rows = 3, ld = n + 3;
+  const auto x = random_row<T>(rows * ld, 20.0, 0.0, 43);
+  std::vector<T> y(rows * ld, T(-7)), single(n);
+  TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, n, T(1), 0u, algorithm_id::automatic);
+  for (std::size_t r = 0; r < rows; ++r) {
+    forward<TypeParam>(algorithm_id::automatic, false, x.data() + r * ld, single.data(), n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[r * ld + i], single[i]) << "row " << r << ", " << i;
+    for (std::size_t i = n; i < ld && r + 1 < rows; ++i) EXPECT_EQ(y[r * ld + i], T(-7));
+  }
+}
+
 // The spec's fixed inputs (§0.5), including E7's ±FLT_MAX and subnormals.
 TYPED_TEST(softmax_test, spec_inputs) {
   using T = typename TypeParam::value_type;

@@ -121,6 +121,7 @@ inline const char* name_of(algorithm_id a) {
     case algorithm_id::three_pass: return "three_pass";
     case algorithm_id::online: return "online";
     case algorithm_id::two_pass: return "two_pass";
+    case algorithm_id::blocked_three_pass: return "blocked_three_pass";
     default: return "automatic";
   }
 }

@@ -105,10 +105,10 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 // pass scales each block by exp(block max - row max)/sum. The separate max pass over the whole
 // row (from L2 or L3 once the row leaves L1) is saved (smax_bench, AVX-512): 32768 elements
 // 8.7 -> 8.4 us, 262144 79.6 -> 69.3 us, and 1M elements 479 -> 440 us against the online
-// normaliser, which took rows beyond 1 MiB before. Each y is still one
-// exp and one product, fl(exp(x - m_b))·fl(exp(m_b - M)/S). Rows within L1 gain nothing (4096:
-// 874 -> 908 ns), so they keep the plain three passes. Returns false for the rows it does not
-// take.
+// normaliser, which took rows beyond 1 MiB before. Each y is still one exp and one product,
+// fl(exp(x - m_b))·fl(exp(m_b - M)/S). Rows within L1 gain nothing (4096: 874 -> 908 ns), so
+// they keep the plain three passes. Returns false for the rows it does not take: other lengths,
+// and log-softmax rows (the online form, whose second pass has no exp, suits them).
 constexpr std::size_t three_pass_block_bytes = 8192;
 constexpr std::size_t three_pass_max_blocks = 512;
 
@@ -132,7 +132,7 @@ template <class A, class T, bool Scaled>
 inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   constexpr std::size_t block = three_pass_block_bytes / sizeof(T);
   const std::size_t blocks = (n + block - 1) / block;
-  if (blocks < 2 || blocks > three_pass_max_blocks) return false;
+  if (p.log || blocks < 2 || blocks > three_pass_max_blocks) return false;  // log: see table.hpp
   const T inf = __builtin_huge_val();
   const T nan = __builtin_nan("");
   T block_max[three_pass_max_blocks];
