@@ -32,7 +32,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> reciprocal(xsimd::batch<T, A> const& s) no
 // 1 + e would cost.
 template <class A, class T>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> sigmoid_of(xsimd::batch<T, A> const& t,
-                                     xsimd::batch<T, A> const& t_err) noexcept {
+                                                 xsimd::batch<T, A> const& t_err) noexcept {
   using batch = xsimd::batch<T, A>;
   const batch one(T(1));
   const auto negative = t < batch(T(0));

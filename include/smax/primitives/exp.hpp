@@ -55,7 +55,7 @@ template <> struct exp_constants<double> {
 // nothing (that rounding alone is worth 0.3 ulp in the result).
 template <class T, class A>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_reduced(xsimd::batch<T, A> const& r_hi,
-                                        xsimd::batch<T, A> const& r_lo) noexcept {
+                                                    xsimd::batch<T, A> const& r_lo) noexcept {
   using batch = xsimd::batch<T, A>;
   using c = exp_constants<T>;
   constexpr std::size_t degree = sizeof(c::q) / sizeof(c::q[0]);
@@ -115,7 +115,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> scale_avx512(xsimd::batch<T, A> const& t,
 // underflow select is skipped (one instruction on AVX-512, two elsewhere).
 template <bool Underflow = true, class T, class A>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& t,
-                                          xsimd::batch<T, A> const& t_err) noexcept {
+                                                      xsimd::batch<T, A> const& t_err) noexcept {
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;
   using c = exp_constants<T>;

@@ -44,7 +44,7 @@ template <> struct expm1_constants<double> {
 // 2^-K is exact while the result is normal.
 template <bool Clamp, class T, class A>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, xsimd::batch<T, A> const& neg_k,
-                                       xsimd::batch<T, A> const& scale) noexcept {
+                                                   xsimd::batch<T, A> const& scale) noexcept {
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;
   using c = exp_constants<T>;

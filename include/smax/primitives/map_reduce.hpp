@@ -80,7 +80,7 @@ SMAX_FLATTEN inline double map_sum(const T* x, T* y, std::size_t n, T fill, F co
 // y[i] = f(x[i]) for i < n; x == y is allowed. prefetch_distance as for map_sum.
 template <class A, class T, class F>
 SMAX_FLATTEN inline void map(const T* x, T* y, std::size_t n, F const& f,
-                std::size_t prefetch_distance = 0) noexcept {
+                             std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   std::size_t i = 0;

@@ -75,7 +75,7 @@ inline void store_streaming(T* p, xsimd::batch<T, A> const& v) noexcept {
 // y, then aligned streaming stores, then the tail; a fence makes the stores visible in order.
 template <class A, class T, class F>
 SMAX_FLATTEN inline void map_streaming(const T* x, T* y, std::size_t n, F const& f,
-                          std::size_t prefetch_distance = 0) noexcept {
+                                       std::size_t prefetch_distance = 0) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   constexpr std::size_t bytes = sizeof(batch);
