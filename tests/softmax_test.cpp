@@ -101,7 +101,7 @@ TYPED_TEST(softmax_test, all_masked_inf_and_nan_rows) {
 TYPED_TEST(softmax_test, blocked_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  const std::size_t block = smax::kernels::three_pass_block_bytes / sizeof(T);
+  const std::size_t block = smax::kernels::row_block<T>;
   const std::size_t n = 3 * block + 5;
   const algorithm_id blocked[] = {algorithm_id::blocked_three_pass, algorithm_id::automatic};
   const auto base = random_row<T>(n, 20.0, 0.0, 41);

@@ -33,6 +33,23 @@ inline bool has_nan(const T* x, std::size_t n) noexcept {
   return false;
 }
 
+// Elements per block of a long row's blocked passes (the online normalisers' pass 1, the blocked
+// three-pass): 8 KiB, still in L1 when the block is re-read right after its max is taken.
+template <class T>
+constexpr std::size_t row_block = 8192 / sizeof(T);
+
+// One block of a long row judged by its maximum (reduce_range flags no NaN): a NaN or +inf
+// maximum makes the row NaN; a maximum of -inf is a fully masked block, unless it hides a NaN
+// (which only a scan can tell).
+enum class block_kind { ordinary, masked, nan_row };
+template <class A, class T>
+inline block_kind classify_block(T max, const T* x, std::size_t n) noexcept {
+  const T inf = __builtin_huge_val();
+  if (max != max || max == inf) return block_kind::nan_row;
+  if (max == -inf) return has_nan<A>(x, n) ? block_kind::nan_row : block_kind::masked;
+  return block_kind::ordinary;
+}
+
 // Decides a row from its maximum: NaN (any NaN or +inf), masked (max = -inf) or ordinary.
 // Returns true when the row has been written.
 template <class A, class T>

@@ -24,10 +24,6 @@ struct online_partial {
   T min = -__builtin_huge_val();  // the row minimum when known (chooses pass 2's exp form)
 };
 
-// Elements per block: 8 KiB, so the block is still in L1 when the sum re-reads it.
-template <class T>
-constexpr std::size_t online_block = 8192 / sizeof(T);
-
 // E = dropped for log-softmax, which needs only the sum (see exp_minus_max).
 template <class A, class T, bool Scaled,
           primitives::difference_error E = primitives::difference_error::two_sum>
@@ -35,15 +31,13 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
   const T inf = __builtin_huge_val();
   const online_partial<T> nan_state{static_cast<T>(__builtin_nan("")), 0.0};
   online_partial<T> state{-inf, 0.0, inf};
-  for (std::size_t b = 0; b < n; b += online_block<T>) {
-    const std::size_t len = n - b < online_block<T> ? n - b : online_block<T>;
+  for (std::size_t b = 0; b < n; b += row_block<T>) {
+    const std::size_t len = n - b < row_block<T> ? n - b : row_block<T>;
     // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row).
     const auto r = primitives::reduce_range<A, true>(x + b, len);
-    if (r.max != r.max || r.max == inf) return nan_state;
-    if (r.max == -inf) {  // a fully masked block contributes nothing
-      if (has_nan<A>(x + b, len)) return nan_state;
-      continue;
-    }
+    const block_kind kind = classify_block<A>(r.max, x + b, len);
+    if (kind == block_kind::nan_row) return nan_state;
+    if (kind == block_kind::masked) continue;  // contributes nothing
     if (r.max > state.max) {
       if (state.sum != 0.0)
         state.sum *= ::exp((static_cast<double>(state.max) - static_cast<double>(r.max)) *
@@ -53,7 +47,7 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     if (r.min < state.min) state.min = r.min;
     // While the block is summed from L1, the next one is prefetched: otherwise memory would sit
     // idle through the exp and the max pass would wait for it.
-    const std::size_t ahead = b + 2 * online_block<T> <= n ? online_block<T> : 0;
+    const std::size_t ahead = b + 2 * row_block<T> <= n ? row_block<T> : 0;
     auto block_sum = [&](auto const& e) {
       return primitives::map_sum<A, false>(x + b, static_cast<T*>(nullptr), len, -inf, e, ahead);
     };

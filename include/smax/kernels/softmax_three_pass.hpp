@@ -109,7 +109,6 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 // fl(exp(x - m_b))·fl(exp(m_b - M)/S). Rows within L1 gain nothing (4096: 874 -> 908 ns), so
 // they keep the plain three passes. Returns false for the rows it does not take: other lengths,
 // and log-softmax rows (the online form, whose second pass has no exp, suits them).
-constexpr std::size_t three_pass_block_bytes = 8192;
 constexpr std::size_t three_pass_max_blocks = 512;
 
 // exp((m_b - M)/T) for a block maximum m_b <= the row maximum M. For float the difference and
@@ -121,7 +120,7 @@ inline double block_scale(T block_max, T row_max, T inv_t) noexcept {
   const double a = block_max, b = -static_cast<double>(row_max), s = inv_t;
   const double d = a + b;
   const double p = d * s;
-  if (sizeof(T) == 4) return ::exp(p);
+  if constexpr (sizeof(T) == 4) return ::exp(p);
   const double b_part = d - a;
   const double d_err = (a - (d - b_part)) + (b - b_part);
   const double p_err = __builtin_fma(d, s, -p);
@@ -130,7 +129,7 @@ inline double block_scale(T block_max, T row_max, T inv_t) noexcept {
 
 template <class A, class T, bool Scaled>
 inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
-  constexpr std::size_t block = three_pass_block_bytes / sizeof(T);
+  constexpr std::size_t block = row_block<T>;
   const std::size_t blocks = (n + block - 1) / block;
   if (p.log || blocks < 2 || blocks > three_pass_max_blocks) return false;  // log: see table.hpp
   const T inf = __builtin_huge_val();
@@ -140,19 +139,16 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
   T row_max = -inf;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
+    // A NaN the max missed elsewhere makes the block's sum NaN (checked below).
     const auto r = primitives::reduce_range<A, true>(x + start, len);
-    // A NaN the max missed makes the block's sum NaN (checked below); +inf makes the row NaN.
-    if (r.max != r.max || r.max == inf) {
+    const block_kind kind = classify_block<A>(r.max, x + start, len);
+    if (kind == block_kind::nan_row) {
       fill_row<A>(y, n, nan);
       return true;
     }
     block_max[b] = r.max;
     block_sum[b] = 0.0;
-    if (r.max == -inf) {  // a fully masked block: zeros, unless it hides a NaN
-      if (has_nan<A>(x + start, len)) {
-        fill_row<A>(y, n, nan);
-        return true;
-      }
+    if (kind == block_kind::masked) {
       fill_row<A>(y + start, len, T(0));
       continue;
     }

@@ -311,10 +311,6 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, double eps,
   primitives::map<A>(y, y, n, [&](batch const& v) { return v * inv; });
 }
 
-// Elements per block of the online pass 1: 8 KiB, still in L1 when the sum re-reads it.
-template <class T>
-constexpr std::size_t online_block = 8192 / sizeof(T);
-
 template <class A, class T>
 inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   using batch = xsimd::batch<T, A>;
@@ -322,12 +318,12 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   const T nan = __builtin_nan("");
   T max = -inf, min = inf;
   double k = 0.0, sum = 0.0;
-  for (std::size_t b = 0; b < n; b += online_block<T>) {
-    const std::size_t len = n - b < online_block<T> ? n - b : online_block<T>;
+  for (std::size_t b = 0; b < n; b += row_block<T>) {
+    const std::size_t len = n - b < row_block<T> ? n - b : row_block<T>;
     const auto r = primitives::reduce_range<A, true>(x + b, len);
-    if (r.max != r.max || r.max == inf) return fill_row<A>(y, n, nan);
-    if (r.max == -inf) {  // fully masked (or masked and NaN, which reduce_range may not show)
-      if (primitives::reduce_max<A>(x + b, len).has_nan) return fill_row<A>(y, n, nan);
+    const block_kind kind = classify_block<A>(r.max, x + b, len);
+    if (kind == block_kind::nan_row) return fill_row<A>(y, n, nan);
+    if (kind == block_kind::masked) {
       min = -inf;
       continue;
     }
@@ -341,7 +337,7 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
       max = r.max;
     }
     const plan<T> p = make_plan<A>(max, r.min);
-    const std::size_t ahead = b + 2 * online_block<T> <= n ? online_block<T> : 0;
+    const std::size_t ahead = b + 2 * row_block<T> <= n ? row_block<T> : 0;
     sum += with_term<A>(p, [&](auto const& f) {
       return store_relu_sum_abs<A, false>(x + b, static_cast<T*>(nullptr), len, f, ahead);
     });

@@ -27,7 +27,7 @@ enum class algorithm_id : unsigned { automatic = 0, three_pass = 1, online = 2, 
 enum : unsigned { flag_log = 1u, flag_zero_masked_rows = 2u };
 
 // Rows up to this many bytes run three-pass (the reloading pass re-reads y from cache); beyond
-// three_pass_block_bytes·2 (16 KiB) in blocks (blocked_three_pass_row). Longer rows run the
+// two row blocks (16 KiB) in blocks (blocked_three_pass_row). Longer rows run the
 // online two-pass kernel, which reads x once less from memory but takes two exponentials per
 // element.
 constexpr std::size_t three_pass_max_bytes = std::size_t(4) << 20;
@@ -94,7 +94,7 @@ inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t l
   [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
   if (algorithm == algorithm_id::automatic) {
     const std::size_t bytes = cols * sizeof(T);
-    if (bytes <= 2 * three_pass_block_bytes)
+    if (cols <= 2 * row_block<T>)
       algorithm = algorithm_id::three_pass;
     else if (p.log)
       algorithm = bytes <= log_three_pass_max_bytes ? algorithm_id::three_pass : algorithm_id::online;
