@@ -30,7 +30,7 @@ template <> struct two_pass_constants<float, true> {
   static constexpr float min_exponent = -127.0f;  // 2^-127 is built as 0
 };
 template <> struct two_pass_constants<float, false> {
-  static constexpr float ln2_hi = 0.693359375f;  // 10 bits: k·ln2_hi exact for |k| < 2^14
+  static constexpr float ln2_hi = 0.693359375f;  // 9 bits: k·ln2_hi exact for |k| < 2^15
   static constexpr float ln2_lo = -2.12194440e-4f;
   static constexpr float domain = 1024.0f;
   static constexpr float min_exponent = -127.0f;
@@ -42,7 +42,7 @@ template <> struct two_pass_constants<double, true> {
   static constexpr double min_exponent = -1023.0;
 };
 template <> struct two_pass_constants<double, false> {
-  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 21 bits: exact for |k| < 2^32
+  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 bits: exact for |k| < 2^21
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
   static constexpr double domain = 1048576.0;  // 2^20
   static constexpr double min_exponent = -1023.0;
@@ -96,9 +96,9 @@ template <> struct log_constants<float> {
   static constexpr double max_exponent = 16384.0;
 };
 template <> struct log_constants<double> {
-  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 21 significant bits
+  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 significant bits
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
-  static constexpr double max_exponent = 2147483648.0;
+  static constexpr double max_exponent = 2097152.0;  // 2^21
 };
 
 // Per-lane accumulator of pass 1.
