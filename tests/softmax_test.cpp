@@ -312,6 +312,49 @@ TYPED_TEST(softmax_test, short_row_batches_equal_single_rows) {
   }
 }
 
+// Softmax rows with |max·s| below the power-of-two shift's limit (primitives::
+// power_of_two_shift_limit) take exp_minus_shift, the others exp_minus_max. Rows and blocks on both sides of it:
+// long rows whose blocks (blocked three-pass, online) were exponentiated with different shifts,
+// temperatures that move max·s across it, and batches of short rows that mix both kinds (each
+// equal to its single row, bit for bit).
+TYPED_TEST(softmax_test, rows_across_the_shift_limit) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double limit = smax::primitives::power_of_two_shift_limit<typename TypeParam::arch, T>();
+  const std::size_t block = smax::kernels::row_block<T>;
+  const std::size_t n = 4 * block + 9;
+  for (double sign : {1.0, -1.0}) {
+    // Block b lies near sign·limit, below it for even b and above it for odd b (spread 20).
+    auto x = random_row<T>(n, 20.0, 0.0, 51);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double side = (i / block) % 2 ? 12.0 : -12.0;
+      x[i] = static_cast<T>(sign * limit + side + static_cast<double>(x[i]) / 4);
+    }
+    for (auto a : all_algorithms)
+      for (bool log : forms)
+        for (T t : {T(1), T(0.5), T(2)})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "sign " << sign << ", T = " << t;
+  }
+  // Short rows: every other row beyond the limit.
+  const std::size_t rows = 9;
+  for (std::size_t cols : {std::size_t(2), TypeParam::width, 3 * TypeParam::width + 1}) {
+    auto x = random_row<T>(rows * cols, 20.0, 0.0, static_cast<unsigned>(cols + 5));
+    for (std::size_t i = 0; i < rows * cols; ++i)
+      x[i] = static_cast<T>(((i / cols) % 2 ? limit + 30.0 : limit - 30.0) + static_cast<double>(x[i]));
+    for (bool log : forms) {
+      std::vector<T> y(rows * cols), single(cols);
+      TypeParam::table::forward(x.data(), cols, y.data(), cols, rows, cols, T(1),
+                                log ? smax::kernels::flag_log : 0u, algorithm_id::automatic);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::vector<T> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
+        EXPECT_TRUE((matches_reference<TypeParam>(algorithm_id::automatic, log, row))) << "row " << r;
+        forward<TypeParam>(algorithm_id::three_pass, log, row.data(), single.data(), cols);
+        for (std::size_t c = 0; c < cols; ++c) ASSERT_EQ(y[r * cols + c], single[c]) << "row " << r << ", col " << c;
+      }
+    }
+  }
+}
+
 // Backward: against central finite differences of the long-double reference (small rows) and
 // against the reference VJP (long rows); masked entries get 0; sum(dx) = 0.
 TYPED_TEST(softmax_test, backward) {

@@ -103,4 +103,43 @@ TYPED_TEST(exp_minus_max_test, outside_their_conditions_the_short_forms_differ) 
   }
 }
 
+// exp_minus_shift: exp(x/T - j·ln2) with j = floor(max/T·log2e), for rows with |max/T| below its
+// limit. Its values relative to the maximum's (the row constant cancels in a normalised row)
+// match the long-double exp((x - max)/T) to about one ulp each, at the maxima's both signs, near
+// the limit and with temperatures (the scaled form); -inf gives 0, NaN stays NaN, entries far
+// below the maximum give 0.
+TYPED_TEST(exp_minus_max_test, power_of_two_shift_against_long_double) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const bool fma = smax::detail::has_native_fma<typename TypeParam::arch>::value;
+  const double limit = smax::primitives::power_of_two_shift_limit<typename TypeParam::arch, T>();
+  const long double tol = sizeof(T) == 4 ? 2.5e-7L : 1e-15L;  // two values' errors
+  unsigned seed = 7;
+  for (T t : {T(1), T(0.3), T(2.5)}) {
+    if (t != T(1) && !fma) continue;  // the scaled form needs a fused multiply-add
+    for (double m : {0.0, 5.3, -2.7, 1000.25, -1000.5, 0.9 * limit, -0.9 * limit}) {
+      const T max = static_cast<T>(m * static_cast<double>(t));
+      auto x = row_between<T>(static_cast<T>(static_cast<double>(max) - 80.0 * static_cast<double>(t)), max, max, seed++);
+      x.push_back(-infinity<T>);
+      x.push_back(quiet_nan<T>);
+      x.push_back(static_cast<T>(static_cast<double>(max) - 2000.0 * static_cast<double>(t)));
+      std::vector<T> y(x.size());
+      TypeParam::table::exp_minus_shift(x.data(), y.data(), x.size(), max, t);
+      EXPECT_GE(y[0], T(1)) << max;  // exp(max/T - σ) is in [1, 2)
+      EXPECT_LT(y[0], T(2)) << max;
+      const std::size_t n = x.size();
+      EXPECT_EQ(y[n - 3], T(0));
+      EXPECT_TRUE(std::isnan(y[n - 2]));
+      EXPECT_EQ(y[n - 1], T(0));
+      const long double inv_t = static_cast<long double>(T(1) / t);
+      const long double top = y[0];  // the maximum's value: exp(max/T - σ)·(1 + error)
+      for (std::size_t i = 0; i + 3 < n; ++i) {
+        const long double r = std::exp((static_cast<long double>(x[i]) - static_cast<long double>(max)) * inv_t);
+        EXPECT_LE(std::fabs(static_cast<long double>(y[i]) / top / r - 1), tol)
+            << "x = " << x[i] << ", max = " << max << ", T = " << t;
+      }
+    }
+  }
+}
+
 }  // namespace

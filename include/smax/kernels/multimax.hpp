@@ -104,15 +104,20 @@ SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sig
   const auto lanes = row.lane_max();
   const T max = smax::detail::horizontal_max(lanes.max);
   if (multimax_special_row<A>(max, lanes.has_nan, y, n)) return;
-  const primitives::exp_minus_max<A, T, false> e(max, T(1));
-  batch s(T(0));
-  row.transform([&](batch const& v) {
-    const batch t = e(v);
-    s += t;
-    return t;
+  if (n == 1) {  // exactly [1] (E2), as softmax's short_row
+    y[0] = T(1);
+    return;
+  }
+  primitives::with_shifted_exp<A, T, false>(max, T(1), [&](auto const& e) {
+    batch s(T(0));
+    row.transform([&](batch const& v) {
+      const batch t = e(v);
+      s += t;
+      return t;
+    });
+    const batch sum(static_cast<T>(smax::detail::horizontal_sum(s)));  // a division, as softmax's short_row
+    row.transform([&](batch const& v) { return v / sum; });
   });
-  const batch c(static_cast<T>(1.0 / smax::detail::horizontal_sum(s)));
-  row.transform([&](batch const& v) { return v * c; });
   row.store(y);
 }
 
@@ -124,7 +129,7 @@ inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sig
 
 // K short rows at once, the same arithmetic as multimax_short_row interleaved so that the latency
 // chains of independent rows (horizontal max, exp, horizontal sum, reciprocal) overlap (as
-// softmax's short_rows). A group holding a special row (NaN, +inf, all masked) goes row by row.
+// softmax's short_rows). A group holding a special row (as softmax's) goes row by row.
 template <class A, class T, std::size_t K, std::size_t Count, class Sigma>
 SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                              std::size_t n, Sigma const& sigma) noexcept {
@@ -132,13 +137,14 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
   const T inf = __builtin_huge_val();
   primitives::register_row<A, T, Count> rows[K];
   T max[K];
-  bool special = false;
+  bool special = n == 1;  // the special rows of softmax's short_rows
   primitives::unroll<K>([&](auto k) {
     rows[k].load(x + k * ldx, n, -inf);
     rows[k].transform(sigma);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
-    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf;
+    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
+              !primitives::uses_power_of_two_shift<A, T, false>(max[k], T(1));
   });
   if (special) {
     primitives::unroll<K>(
@@ -147,7 +153,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
   }
   batch s[K];
   primitives::unroll<K>([&](auto k) {
-    const primitives::exp_minus_max<A, T, false> e(max[k], T(1));
+    const primitives::exp_minus_shift<A, T, false> e(max[k], T(1));
     s[k] = batch(T(0));
     rows[k].transform([&](batch const& v) {
       const batch t = e(v);
@@ -156,8 +162,8 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
     });
   });
   primitives::unroll<K>([&](auto k) {
-    const batch c(static_cast<T>(1.0 / smax::detail::horizontal_sum(s[k])));
-    rows[k].transform([&](batch const& v) { return v * c; });
+    const batch sum(static_cast<T>(smax::detail::horizontal_sum(s[k])));
+    rows[k].transform([&](batch const& v) { return v / sum; });
     rows[k].store(y + k * ldy);
   });
 }
@@ -328,19 +334,18 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   double s;
   if (masked) {
     // Masked lanes: exp(-inf) through the underflow select, which a minimum of -inf asks for.
-    s = primitives::with_exp_minus_max<A, T, false>(shift, -inf, T(1), [&](auto const& f) {
+    s = primitives::with_shifted_exp<A, T, false>(shift, -inf, T(1), [&](auto const& f) {
       return primitives::map_sum<A, true>(
           x, y, n, -inf, [&](batch const& v) { return f(sigma(v)); }, next_row);
     });
   } else {
-    s = primitives::with_exp_minus_max<A, T, false>(shift, low, T(1), [&](auto const& f) {
+    s = primitives::with_shifted_exp<A, T, false>(shift, low, T(1), [&](auto const& f) {
       return primitives::map_sum<A, true>(
           x, y, n, range.max, [&](batch const& v) { return f(unmasked(v)); }, next_row);
     });
   }
   if (s != s) return fill_row<A>(y, n, nan);
-  const batch c(static_cast<T>(1.0 / s));
-  primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
+  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
 // Rows whose σ may decrease somewhere: the max pass computes σ (see multimax_range).
@@ -352,13 +357,12 @@ inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A,
   const auto r = multimax_range<A>(x, n, sigma);
   // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
   if (multimax_special_row<A>(r.max, r.max != r.max, y, n)) return;
-  const double s = primitives::with_exp_minus_max<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
+  const double s = primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
     return primitives::map_sum<A, true>(
         x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
   });
   if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
-  const batch c(static_cast<T>(1.0 / s));
-  primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
+  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
 template <class A, class T>

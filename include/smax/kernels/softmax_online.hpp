@@ -24,13 +24,15 @@ struct online_partial {
   T min = -__builtin_huge_val();  // the row minimum when known (chooses pass 2's exp form)
 };
 
-// E = dropped for log-softmax, which needs only the sum (see exp_minus_max).
-template <class A, class T, bool Scaled,
-          primitives::difference_error E = primitives::difference_error::two_sum>
+// Log = true for log-softmax, which needs only the sum (log_exp: the x - max error is dropped). Each block is summed with the exp functor of the running maximum
+// (exp(x·s - σ), primitives::with_shifted_exp); when the maximum grows, the sum so far is
+// rescaled by exp(σ_old - σ_new) (exactly a power of 2 between two power-of-two shifts).
+template <class A, class T, bool Scaled, bool Log = false>
 inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) noexcept {
   const T inf = __builtin_huge_val();
   const online_partial<T> nan_state{static_cast<T>(__builtin_nan("")), 0.0};
   online_partial<T> state{-inf, 0.0, inf};
+  primitives::log_shift shift{0.0, 0.0};  // σ of state.sum
   for (std::size_t b = 0; b < n; b += row_block<T>) {
     const std::size_t len = n - b < row_block<T> ? n - b : row_block<T>;
     // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row).
@@ -38,26 +40,30 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     const block_kind kind = classify_block<A>(r.max, x + b, len);
     if (kind == block_kind::nan_row) return nan_state;
     if (kind == block_kind::masked) continue;  // contributes nothing
-    if (r.max > state.max) {
-      if (state.sum != 0.0)
-        state.sum *= ::exp((static_cast<double>(state.max) - static_cast<double>(r.max)) *
-                           static_cast<double>(inv_t));
-      state.max = r.max;
-    }
+    const bool grew = r.max > state.max;
+    if (grew) state.max = r.max;
     if (r.min < state.min) state.min = r.min;
     // While the block is summed from L1, the next one is prefetched: otherwise memory would sit
     // idle through the exp and the max pass would wait for it.
     const std::size_t ahead = b + 2 * row_block<T> <= n ? row_block<T> : 0;
     auto block_sum = [&](auto const& e) {
+      if (grew) {
+        if (state.sum != 0.0) state.sum *= primitives::exp_of_difference(shift, e.shift());
+        shift = e.shift();
+      }
       return primitives::map_sum<A, false>(x + b, static_cast<T*>(nullptr), len, -inf, e, ahead);
     };
-    const double s = E == primitives::difference_error::dropped
-                         ? block_sum(primitives::exp_minus_max<A, T, Scaled, E>(state.max, inv_t))
-                         : primitives::with_exp_minus_max<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
+    const double s = Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
+                         : primitives::with_shifted_exp<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
     if (s != s) return nan_state;
     state.sum += s;
   }
-  if (state.max == -inf) state.min = -inf;
+  if (state.max == -inf) {
+    state.min = -inf;
+    return state;
+  }
+  // The sum relative to max·s, as online_partial promises.
+  state.sum *= primitives::exp_of_difference(shift, primitives::product_shift(state.max, Scaled ? inv_t : T(1)));
   return state;
 }
 
@@ -77,10 +83,12 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
     write_log_softmax<A>(x, y, n, s.max, p.inv_temperature, ::log(s.sum));
     return;
   }
-  const batch c(static_cast<T>(1.0 / s.sum));
   const std::size_t ahead = online_prefetch_distance<A, T>(n);
-  primitives::with_exp_minus_max<A, T, Scaled>(s.max, s.min, p.inv_temperature, [&](auto const& e) {
-    auto normalized = [&](batch const& v) { return e(v) * c; };
+  const primitives::log_shift max_shift = primitives::product_shift(s.max, Scaled ? p.inv_temperature : T(1));
+  primitives::with_shifted_exp<A, T, Scaled>(s.max, s.min, p.inv_temperature, [&](auto const& e) {
+    // s.sum is relative to max·s, the values to σ.
+    const primitives::normalizer<A, T> c(1.0, s.sum * primitives::exp_of_difference(max_shift, e.shift()));
+    auto normalized = [&](batch const& v) { return c(e(v)); };
     if (primitives::should_stream<A, T>(n))
       primitives::map_streaming<A>(x, y, n, normalized, ahead);
     else
@@ -90,8 +98,7 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
 
 template <class A, class T, bool Scaled>
 inline void online_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
-  const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, primitives::difference_error::dropped>(
-                                        x, n, p.inv_temperature)
+  const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, true>(x, n, p.inv_temperature)
                                     : online_reduce_row<A, T, Scaled>(x, n, p.inv_temperature);
   if (finish_special_row<A>(s.max, s.max != s.max, y, n, p)) return;
   online_normalize_row<A, T, Scaled>(x, y, n, s, p);

@@ -14,30 +14,57 @@
 namespace smax {
 namespace kernels {
 
-// Rows of at most four registers: the same arithmetic, but the row stays in registers, so the
-// three passes cost no loads, loops or calls (short attention rows are dominated by those).
-template <class A, class T, bool Scaled, std::size_t Count>
-SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+// The sum of a short row's values (Count registers) replaced in place by those values (softmax)
+// or left as x (log-softmax).
+template <class A, class T, std::size_t Count, class E>
+SMAX_ALWAYS_INLINE double exponentiate(primitives::register_row<A, T, Count>& row, E const& e,
+                                       bool log) noexcept {
   using batch = xsimd::batch<T, A>;
-  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
-  const auto lanes = row.lane_max();
-  const T max = smax::detail::horizontal_max(lanes.max);
-  if (finish_special_row<A>(max, lanes.has_nan, y, n, p)) return;
-  const primitives::exp_minus_max<A, T, Scaled> e(max, p.inv_temperature);
   batch s(T(0));
   row.transform([&](batch const& v) {
     const batch t = e(v);
     s += t;
-    return p.log ? v : t;
+    return log ? v : t;
   });
-  const double sum = smax::detail::horizontal_sum(s);
+  return smax::detail::horizontal_sum(s);
+}
+
+// The second half of a short row once its sum is known: y = value/sum or (x - max)·s - log sum.
+template <class A, class T, std::size_t Count>
+SMAX_ALWAYS_INLINE void normalize(primitives::register_row<A, T, Count>& row, double sum, T max,
+                                  row_params<T> const& p) noexcept {
+  using batch = xsimd::batch<T, A>;
   if (p.log) {
     const batch mb(max), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
     row.transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
   } else {
-    const batch c(static_cast<T>(1.0 / sum));
-    row.transform([&](batch const& v) { return v * c; });
+    // A division (at most four, so its throughput does not matter) instead of a product with
+    // 1/sum: as short a chain, and a row whose only nonzero value is its maximum gives exactly 1
+    // (see primitives::normalizer, which long rows use).
+    const batch s(static_cast<T>(sum));
+    row.transform([&](batch const& v) { return v / s; });
   }
+}
+
+// Rows of at most four registers: the same arithmetic, but the row stays in registers, so the
+// three passes cost no loads, loops or calls (short attention rows are dominated by those).
+// n = 1 gives exactly [1] (E2; the shifted exp's value times the reciprocal of their sum
+// may round to 1 - 2^-24).
+template <class A, class T, bool Scaled, std::size_t Count>
+SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
+  const auto lanes = row.lane_max();
+  const T max = smax::detail::horizontal_max(lanes.max);
+  if (finish_special_row<A>(max, lanes.has_nan, y, n, p)) return;
+  if (n == 1) {
+    y[0] = p.log ? T(0) : T(1);
+    return;
+  }
+  const double sum = p.log ? exponentiate(row, primitives::exp_for_log_sum<A, T, Scaled>(max, p.inv_temperature), true)
+                           : primitives::with_shifted_exp<A, T, Scaled>(max, p.inv_temperature, [&](auto const& e) {
+                               return exponentiate(row, e, false);
+                             });
+  normalize(row, sum, max, p);
   row.store(y);
 }
 
@@ -49,44 +76,40 @@ inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) n
 
 // K short rows at once (same length, Count registers each): the same arithmetic as short_row,
 // interleaved so that the latency chains of independent rows (horizontal max, exp, horizontal
-// sum, reciprocal) overlap. A group holding a special row (NaN, +inf, all masked) goes row by row.
+// sum, reciprocal) overlap. A group holding a special row (NaN, +inf, all masked), rows of one
+// element or a softmax row outside exp_minus_shift's range (primitives::power_of_two_shift_limit) goes row
+// by row.
 template <class A, class T, bool Scaled, std::size_t K, std::size_t Count>
 SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                     std::size_t n, row_params<T> const& p) noexcept {
-  using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
   primitives::register_row<A, T, Count> rows[K];
   T max[K];
-  bool special = false;
+  bool special = n == 1;
   primitives::unroll<K>([&](auto k) {
     rows[k].load(x + k * ldx, n, -inf);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
-    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf;
+    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
+              (!p.log && !primitives::uses_power_of_two_shift<A, T, Scaled>(max[k], p.inv_temperature));
   });
   if (special) {
     primitives::unroll<K>([&](auto k) { short_row<A, T, Scaled, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
-  batch s[K];
+  double sum[K];
+  if constexpr (primitives::has_power_of_two_shift<A, Scaled>) {
+    if (p.log)
+      primitives::unroll<K>([&](auto k) { sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true); });
+    else
+      primitives::unroll<K>([&](auto k) {
+        sum[k] = exponentiate(rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature), false);
+      });
+  } else {  // special (above) for softmax rows: only log-softmax rows come here
+    primitives::unroll<K>([&](auto k) { sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true); });
+  }
   primitives::unroll<K>([&](auto k) {
-    const primitives::exp_minus_max<A, T, Scaled> e(max[k], p.inv_temperature);
-    s[k] = batch(T(0));
-    rows[k].transform([&](batch const& v) {
-      const batch t = e(v);
-      s[k] += t;
-      return p.log ? v : t;
-    });
-  });
-  primitives::unroll<K>([&](auto k) {
-    const double sum = smax::detail::horizontal_sum(s[k]);
-    if (p.log) {
-      const batch mb(max[k]), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
-      rows[k].transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
-    } else {
-      const batch c(static_cast<T>(1.0 / sum));
-      rows[k].transform([&](batch const& v) { return v * c; });
-    }
+    normalize(rows[k], sum[k], max[k], p);
     rows[k].store(y + k * ldy);
   });
 }
@@ -101,31 +124,15 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 
 // Softmax rows of 2 to 512 blocks of 8 KiB (up to 4 MiB; `automatic` sends rows of more than
 // 16 KiB here): each block takes its own max and min while it is pulled into L1, then its
-// exp(x - block max) is stored and summed from L1 while the next block is prefetched; a last
-// pass scales each block by exp(block max - row max)/sum. The separate max pass over the whole
+// exp(x·s - σ_b) (σ_b from the block max, primitives::with_shifted_exp) is stored and summed from
+// L1 while the next block is prefetched; a last pass scales each block by exp(σ_b - M·s)/sum. The separate max pass over the whole
 // row (from L2 or L3 once the row leaves L1) is saved (smax_bench, AVX-512): 32768 elements
 // 8.7 -> 8.4 us, 262144 79.6 -> 69.3 us, and 1M elements 479 -> 440 us against the online
 // normaliser, which took rows beyond 1 MiB before. Each y is still one exp and one product,
-// fl(exp(x - m_b))·fl(exp(m_b - M)/S). Rows within L1 gain nothing (4096: 874 -> 908 ns), so
+// fl(exp(x·s - σ_b))·fl(exp(σ_b - M·s)/S). Rows within L1 gain nothing (4096: 874 -> 908 ns), so
 // they keep the plain three passes. Returns false for the rows it does not take: other lengths,
 // and log-softmax rows (the online form, whose second pass has no exp, suits them).
 constexpr std::size_t three_pass_max_blocks = 512;
-
-// exp((m_b - M)/T) for a block maximum m_b <= the row maximum M. For float the difference and
-// the product are exact in double; for double their rounding errors (TwoSum, and the FMA
-// residual of the product) are carried as a first-order correction, as the kernels carry the
-// error of x - max: rounding m_b - M alone costs |m_b - M|·2^-53 (1.4e-14 at a spread of 200).
-template <class A, class T>
-inline double block_scale(T block_max, T row_max, T inv_t) noexcept {
-  const double a = block_max, b = -static_cast<double>(row_max), s = inv_t;
-  const double d = a + b;
-  const double p = d * s;
-  if constexpr (sizeof(T) == 4) return ::exp(p);
-  const double b_part = d - a;
-  const double d_err = (a - (d - b_part)) + (b - b_part);
-  const double p_err = __builtin_fma(d, s, -p);
-  return ::exp(p) * (1.0 + (p_err + d_err * s));
-}
 
 template <class A, class T, bool Scaled>
 inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
@@ -135,7 +142,8 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
   const T inf = __builtin_huge_val();
   const T nan = __builtin_nan("");
   T block_max[three_pass_max_blocks];
-  double block_sum[three_pass_max_blocks];  // then each block's exp(m_b - M)
+  primitives::log_shift block_shift[three_pass_max_blocks];  // σ_b: block b holds exp(x·s - σ_b)
+  double block_sum[three_pass_max_blocks];  // then each block's exp(σ_b - M·s)
   T row_max = -inf;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
@@ -158,15 +166,19 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
     const bool last = b + 1 == blocks;
     const std::size_t ahead = !last ? block : p.next_row ? p.next_row - start : 0;
     T* const write_ahead = last && p.next_output_row ? y + p.next_output_row - start : nullptr;
-    block_sum[b] = primitives::with_exp_minus_max<A, T, Scaled>(
+    block_sum[b] = primitives::with_shifted_exp<A, T, Scaled>(
         r.max, r.min, p.inv_temperature, [&](auto const& e) {
+          block_shift[b] = e.shift();
           return primitives::map_sum<A, true>(x + start, y + start, len, -inf, e, ahead, write_ahead);
         });
   }
   if (finish_special_row<A>(row_max, false, y, n, p)) return true;  // every block masked
+  // exp(σ_b - M·s) <= 2, with the roundings of both shifts carried (exp_of_difference): rounding
+  // m_b - M alone would cost |m_b - M|·2^-53 for double rows (1.4e-14 at a spread of 200).
+  const primitives::log_shift row_shift = primitives::product_shift(row_max, Scaled ? p.inv_temperature : T(1));
   double sum = 0.0;
   for (std::size_t b = 0; b < blocks; ++b) {
-    const double scale = block_max[b] == -inf ? 0.0 : block_scale<A>(block_max[b], row_max, p.inv_temperature);
+    const double scale = block_max[b] == -inf ? 0.0 : primitives::exp_of_difference(block_shift[b], row_shift);
     sum += block_sum[b] * scale;
     block_sum[b] = scale;
   }
@@ -174,12 +186,10 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
     fill_row<A>(y, n, nan);
     return true;
   }
-  using batch = xsimd::batch<T, A>;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
     if (block_max[b] == -inf) continue;  // already zeros
-    const batch c(static_cast<T>(block_sum[b] / sum));
-    primitives::map<A>(y + start, y + start, len, [&](batch const& v) { return v * c; });
+    primitives::map<A>(y + start, y + start, len, primitives::normalizer<A, T>(block_sum[b], sum));
   }
   return true;
 }
@@ -198,12 +208,10 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
     const auto r = primitives::reduce_range<A, false>(x, n);
     if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
       return;
-    const primitives::exp_minus_max<A, T, Scaled, primitives::difference_error::dropped> e(
-        r.max, p.inv_temperature);
     // In a batch, this row's y is asked for while the sum keeps the core busy (the write pass
     // follows); softmax asks for the next row's y, which its exp pass writes.
-    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, e, p.next_row,
-                                                   p.next_output_row ? y : nullptr);
+    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, primitives::exp_for_log_sum<A, T, Scaled>(r.max, p.inv_temperature),
+                                                   p.next_row, p.next_output_row ? y : nullptr);
     if (s != s) return fill_row<A>(y, n, nan);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, ::log(s));
     return;
@@ -211,15 +219,14 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
   const auto r = primitives::reduce_range<A, true>(x, n);
   if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
     return;
-  const double s = primitives::with_exp_minus_max<A, T, Scaled>(
+  const double s = primitives::with_shifted_exp<A, T, Scaled>(
       r.max, r.min, p.inv_temperature,
       [&](auto const& e) {
         return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row,
                                             p.next_output_row ? y + p.next_output_row : nullptr);
       });
   if (s != s) return fill_row<A>(y, n, nan);
-  const batch c(static_cast<T>(1.0 / s));
-  primitives::map<A>(y, y, n, [&](batch const& v) { return v * c; });
+  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
 // The blocked form where it applies (2 to 512 blocks), the reloading three passes otherwise.

@@ -67,6 +67,12 @@ struct table {
                             primitives::difference_error form) noexcept;
   static void exp_minus_max(const double* x, double* y, std::size_t n, double max,
                             primitives::difference_error form) noexcept;
+  // y = exp(x/T - j·ln2), j = floor(max/T·log2e) (primitives::exp_minus_shift; the scaled form
+  // for T != 1, which needs an FMA: without one T is taken as 1): exposed so that it can be
+  // checked on every instruction set.
+  static void exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept;
+  static void exp_minus_shift(const double* x, double* y, std::size_t n, double max,
+                              double temperature) noexcept;
   // Pass 2 for one chunk, given the state of the whole row.
   static void online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                unsigned flags, float max, double sum) noexcept;
@@ -235,8 +241,26 @@ inline void exp_minus_max(const T* x, T* y, std::size_t n, T max,
   }
 }
 
+template <class A, class T>
+inline void exp_minus_shift(const T* x, T* y, std::size_t n, T max, T temperature) noexcept {
+  const T inv_t = T(1) / temperature;
+  if constexpr (primitives::has_power_of_two_shift<A, true>) {
+    if (inv_t != T(1)) return primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, true>(max, inv_t));
+  }
+  primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, false>(max, inv_t));
+}
+
 }  // namespace detail
 
+template <class A>
+void table<A>::exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept {
+  detail::exp_minus_shift<A>(x, y, n, max, temperature);
+}
+template <class A>
+void table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
+                               double temperature) noexcept {
+  detail::exp_minus_shift<A>(x, y, n, max, temperature);
+}
 template <class A>
 void table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
                              primitives::difference_error form) noexcept {

@@ -32,7 +32,7 @@ template <> struct exp_constants<double> {
   static constexpr double log2e = 1.4426950408889634;
   static constexpr double magic = 6755399441056767.0;  // 1.5·2^52 + 1023
   static constexpr int exponent_shift = 52;
-  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 trailing zero bits
+  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 21 trailing zero bits
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
   static constexpr double underflow_cutoff = -708.39641853226408;  // ln(DBL_MIN)
   // Taylor coefficients 1/2! .. 1/13!: the truncation error on |r| <= ln2/2 is below 5e-18.
@@ -81,24 +81,23 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_reduced(xsimd::batch<T, A> const& r) n
 }
 
 #if defined(SMAX_X86_REDUCTIONS)
-// AVX-512: e·2^k for the exp of t <= 0, exactly (vscalef; the result is normal above the cutoff).
-// The zero-masking form is the underflow select, and its unordered compare keeps NaN lanes.
+// AVX-512: e·2^k, exactly (vscalef; the result is normal wherever t >= cutoff), and 0 where
+// t < cutoff (the exp's underflow). The zero-masking form is the underflow select, and its
+// unordered compare keeps NaN lanes.
 template <bool Underflow, class T, class A>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> scale_avx512(xsimd::batch<T, A> const& t,
+                                                   xsimd::batch<T, A> const& cutoff,
                                                    xsimd::batch<T, A> const& e,
                                                    xsimd::batch<T, A> const& k) noexcept {
-  using c = exp_constants<T>;
   if constexpr (!Underflow) {
     if constexpr (sizeof(T) == 4)
       return _mm512_scalef_ps(e, k);
     else
       return _mm512_scalef_pd(e, k);
   } else if constexpr (sizeof(T) == 4) {
-    const __mmask16 keep = _mm512_cmp_ps_mask(t, _mm512_set1_ps(c::underflow_cutoff), _CMP_NLT_UQ);
-    return _mm512_maskz_scalef_ps(keep, e, k);
+    return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(t, cutoff, _CMP_NLT_UQ), e, k);
   } else {
-    const __mmask8 keep = _mm512_cmp_pd_mask(t, _mm512_set1_pd(c::underflow_cutoff), _CMP_NLT_UQ);
-    return _mm512_maskz_scalef_pd(keep, e, k);
+    return _mm512_maskz_scalef_pd(_mm512_cmp_pd_mask(t, cutoff, _CMP_NLT_UQ), e, k);
   }
 }
 #endif
@@ -125,7 +124,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
   const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), t);
   const batch r_lo = detail::mul_add(k, batch(-c::ln2_lo), t_err);
 #if defined(SMAX_X86_REDUCTIONS)
-  if constexpr (sizeof(batch) == 64) return scale_avx512<Underflow>(t, exp_reduced(r_hi + r_lo), k);
+  if constexpr (sizeof(batch) == 64) return scale_avx512<Underflow>(t, batch(c::underflow_cutoff), exp_reduced(r_hi + r_lo), k);
 #endif
   const batch p = expm1_reduced(r_hi, r_lo);
   const batch scale =
@@ -147,10 +146,93 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
     const batch biased = detail::mul_add(t, batch(c::log2e), batch(c::magic));
     const batch k = biased - batch(c::magic);
     const batch r = detail::mul_add(k, batch(-c::ln2_lo), detail::mul_add(k, batch(-c::ln2_hi), t));
-    return scale_avx512<Underflow>(t, exp_reduced(r), k);
+    return scale_avx512<Underflow>(t, batch(c::underflow_cutoff), exp_reduced(r), k);
   }
 #endif
   return exp_nonpositive<Underflow>(t, batch(T(0)));
+}
+
+// exp(x·s - j·ln2) for an integer j (given as -j in neg_j), where the caller guarantees
+// x·s - j·ln2 <= ln2 in every lane and |max·s| < shift_constants::max_shift for the row's
+// maximum (power_of_two_shift_limit). s_log2e = s·log2e; s is used only when Scaled (which needs
+// a native FMA). The range reduction never forms x·s - j·ln2 itself: n = round(x·s·log2e),
+// r = x·s - n·ln2 and the result is exp(r)·2^(n - j).
+//
+// With an FMA, ln2 = ln2_hi + ln2_lo with ln2_hi = fl(ln2): x - n·ln2_hi is exact in one FMA
+// (n·ln2_hi is a multiple of ulp(1)/2 and the difference is below ln2/2), so no rounding error
+// of a difference is carried and the accuracy is exp_nonpositive's; scaled, x·s is split into
+// u + u_err first (the same two operations exp_minus_max spends on its x - max error). Without
+// one, ln2_hi has 9 bits so that n·ln2_hi is exact, and n·ln2_lo (rounded) stays below 0.05
+// because the rows are limited to |max| < 64 (float).
+//
+// With Underflow, lanes with n - j < -126 (-1022) give 0: those whose x·s - j·ln2 is below
+// about ln(FLT_MIN), and -inf; NaN stays NaN.
+template <class T, bool NativeFma> struct shift_constants;
+template <> struct shift_constants<float, true> {
+  static constexpr float ln2_hi = 0.693147182464599609375f;  // ln 2 rounded to float
+  static constexpr float ln2_lo = -1.9046542121259336e-09f;
+  static constexpr double max_shift = 1048576;  // keeps |n| < 2^22 (the magic-bias rounding)
+  static constexpr float lowest_power = -126;
+};
+template <> struct shift_constants<float, false> {
+  static constexpr float ln2_hi = exp_constants<float>::ln2_hi;
+  static constexpr float ln2_lo = exp_constants<float>::ln2_lo;
+  static constexpr double max_shift = 64;  // |n·ln2_lo| < 0.05: its rounding stays below 2^-29
+  static constexpr float lowest_power = -126;
+};
+template <> struct shift_constants<double, true> {
+  static constexpr double ln2_hi = 0.6931471805599453;  // ln 2 rounded to double
+  static constexpr double ln2_lo = 2.3190468138462996e-17;
+  static constexpr double max_shift = 1099511627776.0;  // 2^40
+  static constexpr double lowest_power = -1022;
+};
+template <> struct shift_constants<double, false> {
+  static constexpr double ln2_hi = exp_constants<double>::ln2_hi;  // 32 bits: n < 2^21
+  static constexpr double ln2_lo = exp_constants<double>::ln2_lo;
+  static constexpr double max_shift = 1048576;
+  static constexpr double lowest_power = -1022;
+};
+
+template <bool Scaled, bool Underflow, class T, class A>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_shifted(xsimd::batch<T, A> const& x,
+                                                  xsimd::batch<T, A> const& s,
+                                                  xsimd::batch<T, A> const& s_log2e,
+                                                  xsimd::batch<T, A> const& neg_j) noexcept {
+  using batch = xsimd::batch<T, A>;
+  using integer = detail::integer_of_t<T>;
+  using c = exp_constants<T>;
+  using sc = shift_constants<T, detail::has_native_fma<A>::value>;
+  static_assert(!Scaled || detail::has_native_fma<A>::value, "the scaled form needs an FMA");
+  const batch biased = detail::mul_add(x, s_log2e, batch(c::magic));
+  const batch n = biased - batch(c::magic);
+  const batch k = n + neg_j;
+  batch r_hi, r_lo;
+  if constexpr (Scaled) {
+    const batch u = x * s;
+    r_hi = detail::mul_add(n, batch(-sc::ln2_hi), u);
+    r_lo = detail::mul_add(n, batch(-sc::ln2_lo), detail::mul_sub(x, s, u));
+  } else {
+    r_hi = detail::mul_add(n, batch(-sc::ln2_hi), x);
+    r_lo = n * batch(-sc::ln2_lo);
+  }
+#if defined(SMAX_X86_REDUCTIONS)
+  if constexpr (sizeof(batch) == 64) {
+    const batch r = Scaled ? r_hi + r_lo : detail::mul_add(n, batch(-sc::ln2_lo), r_hi);
+    return scale_avx512<Underflow>(k, batch(sc::lowest_power), exp_reduced(r), k);
+  }
+#endif
+  const batch p = expm1_reduced(r_hi, r_lo);
+  // biased - j holds n - j + bias in its low bits (it stays in biased's binade).
+  const batch scale = detail::bitcast<T>(detail::bitcast<integer>(biased + neg_j) << c::exponent_shift);
+  const batch f = detail::mul_add(scale, p, scale);
+  if constexpr (!Underflow) return f;
+  return xsimd::select(k < batch(sc::lowest_power), batch(T(0)), f);
+}
+
+// The largest |max·s| a row may have for exp_shifted on A (the callers' guard).
+template <class A, class T>
+constexpr double power_of_two_shift_limit() noexcept {
+  return shift_constants<T, detail::has_native_fma<A>::value>::max_shift;
 }
 
 }  // namespace primitives
