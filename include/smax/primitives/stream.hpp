@@ -26,11 +26,15 @@ inline std::size_t last_level_cache_bytes() noexcept {
   return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t(32) << 20;
 }
 
-// Bytes a pass must write before it streams: the last-level cache, and never less than 4 MiB
-// (no last-level cache is smaller, so the system is asked only about rows that take
-// milliseconds). The environment variable SMAX_STREAMING_MIN_BYTES replaces it, read once: on a
-// server whose last-level cache is shared by many cores, a thread's share of it is the better
-// threshold (glibc's memcpy uses 3/4 of that share), and 0 streams every pass (for tests).
+// Bytes a pass must write before it streams: the last-level cache, but at least 4 MiB (no
+// last-level cache is smaller, so the system is asked only about rows that take milliseconds)
+// and at most 32 MiB. Past 32 MiB of output, output and input together (64 MiB) leave the L3
+// one core reaches on every current part but the largest (96 MiB per CCD with 3D V-Cache), and
+// virtual machines report the host's whole cache: this one claims 480 MiB, yet streaming its
+// 64 MiB row takes softmax 10.1 -> 8.4 ms and log-softmax 10.7 -> 7.9 ms (smax_bench, 16M).
+// The environment variable SMAX_STREAMING_MIN_BYTES replaces it, read once: on a server whose
+// last-level cache is shared by many cores, a thread's share of it is the better threshold
+// (glibc's memcpy uses 3/4 of that share), and 0 streams every pass (for tests).
 template <class A>
 inline std::size_t streaming_min_bytes() noexcept {
   static const std::size_t bytes = [] {
@@ -40,7 +44,8 @@ inline std::size_t streaming_min_bytes() noexcept {
       if (end != s) return static_cast<std::size_t>(v);
     }
     const std::size_t llc = last_level_cache_bytes<A>();
-    return llc > (std::size_t(4) << 20) ? llc : std::size_t(4) << 20;
+    const std::size_t lowest = std::size_t(4) << 20, highest = std::size_t(32) << 20;
+    return llc < lowest ? lowest : llc > highest ? highest : llc;
   }();
   return bytes;
 }
