@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/map_reduce.hpp"
@@ -108,15 +109,16 @@ SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sig
     y[0] = T(1);
     return;
   }
-  primitives::with_shifted_exp<A, T, false>(max, T(1), [&](auto const& e) {
+  // As softmax's short_row (primitives::with_short_row_exp, short_normalizer).
+  primitives::with_short_row_exp<A, T, false, Count>(max, T(1), [&](auto const& e) {
+    using E = std::decay_t<decltype(e)>;
     batch s(T(0));
     row.transform([&](batch const& v) {
       const batch t = e(v);
       s += t;
       return t;
     });
-    const batch sum(static_cast<T>(smax::detail::horizontal_sum(s)));  // a division, as softmax's short_row
-    row.transform([&](batch const& v) { return v / sum; });
+    row.transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s)));
   });
   row.store(y);
 }
@@ -144,16 +146,19 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
     special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
-              !primitives::uses_power_of_two_shift<A, T, false>(max[k], T(1));
+              (primitives::short_row_shift<false, Count> &&
+               !primitives::uses_power_of_two_shift<A, T, false>(max[k], T(1)));
   });
   if (special) {
     primitives::unroll<K>(
         [&](auto k) { multimax_short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, sigma); });
     return;
   }
+  using E = std::conditional_t<primitives::short_row_shift<false, Count>, primitives::exp_minus_shift<A, T, false>,
+                               primitives::exp_minus_max<A, T, false>>;
   batch s[K];
   primitives::unroll<K>([&](auto k) {
-    const primitives::exp_minus_shift<A, T, false> e(max[k], T(1));
+    const E e(max[k], T(1));
     s[k] = batch(T(0));
     rows[k].transform([&](batch const& v) {
       const batch t = e(v);
@@ -162,8 +167,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
     });
   });
   primitives::unroll<K>([&](auto k) {
-    const batch sum(static_cast<T>(smax::detail::horizontal_sum(s[k])));
-    rows[k].transform([&](batch const& v) { return v / sum; });
+    rows[k].transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s[k])));
     rows[k].store(y + k * ldy);
   });
 }

@@ -29,27 +29,25 @@ SMAX_ALWAYS_INLINE double exponentiate(primitives::register_row<A, T, Count>& ro
   return smax::detail::horizontal_sum(s);
 }
 
-// The second half of a short row once its sum is known: y = value/sum or (x - max)·s - log sum.
+// The second half of a short log-softmax row once its sum is known: (x - max)·s - log sum.
 template <class A, class T, std::size_t Count>
-SMAX_ALWAYS_INLINE void normalize(primitives::register_row<A, T, Count>& row, double sum, T max,
-                                  row_params<T> const& p) noexcept {
+SMAX_ALWAYS_INLINE void normalize_log(primitives::register_row<A, T, Count>& row, double sum, T max,
+                                      row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
-  if (p.log) {
-    const batch mb(max), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
-    row.transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
-  } else {
-    // A division (at most four, so its throughput does not matter) instead of a product with
-    // 1/sum: as short a chain, and a row whose only nonzero value is its maximum gives exactly 1
-    // (see primitives::normalizer, which long rows use).
-    const batch s(static_cast<T>(sum));
-    row.transform([&](batch const& v) { return v / s; });
-  }
+  const batch mb(max), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
+  row.transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
+}
+
+// A short softmax row's values divided by their sum, with the exp functor e (the normaliser
+// that suits it: primitives::short_normalizer).
+template <class A, class T, std::size_t Count, class E>
+SMAX_ALWAYS_INLINE void exponentiate_and_normalize(primitives::register_row<A, T, Count>& row, E const& e) noexcept {
+  row.transform(primitives::short_normalizer<A, T, E::exact_max>(exponentiate(row, e, false)));
 }
 
 // Rows of at most four registers: the same arithmetic, but the row stays in registers, so the
 // three passes cost no loads, loops or calls (short attention rows are dominated by those).
-// n = 1 gives exactly [1] (E2; the shifted exp's value times the reciprocal of their sum
-// may round to 1 - 2^-24).
+// n = 1 gives exactly [1] (E2, whatever the exp functor).
 template <class A, class T, bool Scaled, std::size_t Count>
 SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
@@ -60,11 +58,11 @@ SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T
     y[0] = p.log ? T(0) : T(1);
     return;
   }
-  const double sum = p.log ? exponentiate(row, primitives::exp_for_log_sum<A, T, Scaled>(max, p.inv_temperature), true)
-                           : primitives::with_shifted_exp<A, T, Scaled>(max, p.inv_temperature, [&](auto const& e) {
-                               return exponentiate(row, e, false);
-                             });
-  normalize(row, sum, max, p);
+  if (p.log)
+    normalize_log(row, exponentiate(row, primitives::exp_for_log_sum<A, T, Scaled>(max, p.inv_temperature), true), max, p);
+  else
+    primitives::with_short_row_exp<A, T, Scaled, Count>(
+        max, p.inv_temperature, [&](auto const& e) { exponentiate_and_normalize(row, e); });
   row.store(y);
 }
 
@@ -91,27 +89,30 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
     special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
-              (!p.log && !primitives::uses_power_of_two_shift<A, T, Scaled>(max[k], p.inv_temperature));
+              (primitives::short_row_shift<Scaled, Count> && !p.log &&
+               !primitives::uses_power_of_two_shift<A, T, Scaled>(max[k], p.inv_temperature));
   });
   if (special) {
     primitives::unroll<K>([&](auto k) { short_row<A, T, Scaled, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
-  double sum[K];
-  if constexpr (primitives::has_power_of_two_shift<A, Scaled>) {
-    if (p.log)
-      primitives::unroll<K>([&](auto k) { sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true); });
-    else
-      primitives::unroll<K>([&](auto k) {
-        sum[k] = exponentiate(rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature), false);
-      });
-  } else {  // special (above) for softmax rows: only log-softmax rows come here
-    primitives::unroll<K>([&](auto k) { sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true); });
+  // The exp functors of short_row (primitives::with_short_row_exp for softmax).
+  if (p.log) {
+    double sum[K];
+    primitives::unroll<K>([&](auto k) {
+      sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true);
+    });
+    primitives::unroll<K>([&](auto k) { normalize_log(rows[k], sum[k], max[k], p); });
+  } else if constexpr (primitives::short_row_shift<Scaled, Count>) {
+    primitives::unroll<K>([&](auto k) {
+      exponentiate_and_normalize(rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature));
+    });
+  } else {
+    primitives::unroll<K>([&](auto k) {
+      exponentiate_and_normalize(rows[k], primitives::exp_minus_max<A, T, Scaled>(max[k], p.inv_temperature));
+    });
   }
-  primitives::unroll<K>([&](auto k) {
-    normalize(rows[k], sum[k], max[k], p);
-    rows[k].store(y + k * ldy);
-  });
+  primitives::unroll<K>([&](auto k) { rows[k].store(y + k * ldy); });
 }
 
 template <class A, class T, bool Scaled, std::size_t K>

@@ -193,37 +193,51 @@ template <> struct shift_constants<double, false> {
   static constexpr double lowest_power = -1022;
 };
 
+// The per-row constants of exp_shifted. Scaled, ln2/s = step_hi + step_lo: x - n·step_hi is
+// exact in one FMA (as x - n·ln2_hi is), and r = s·(x - n·step_hi) - n·s·step_lo, so x·s is
+// never rounded on its own and the scaled form costs one operation more than the unscaled.
+template <class T, class A>
+struct shift_row {
+  xsimd::batch<T, A> s_log2e;     // s·log2e
+  xsimd::batch<T, A> neg_j;       // -j
+  xsimd::batch<T, A> s;           // Scaled only
+  xsimd::batch<T, A> step_hi;     // Scaled only: ln2/s rounded
+  xsimd::batch<T, A> neg_s_step_lo;  // Scaled only: -s·(ln2/s - step_hi)
+};
+
 template <bool Scaled, bool Underflow, class T, class A>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_shifted(xsimd::batch<T, A> const& x,
-                                                  xsimd::batch<T, A> const& s,
-                                                  xsimd::batch<T, A> const& s_log2e,
-                                                  xsimd::batch<T, A> const& neg_j) noexcept {
+                                                  shift_row<T, A> const& row) noexcept {
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;
   using c = exp_constants<T>;
   using sc = shift_constants<T, detail::has_native_fma<A>::value>;
   static_assert(!Scaled || detail::has_native_fma<A>::value, "the scaled form needs an FMA");
-  const batch biased = detail::mul_add(x, s_log2e, batch(c::magic));
+  const batch biased = detail::mul_add(x, row.s_log2e, batch(c::magic));
   const batch n = biased - batch(c::magic);
-  const batch k = n + neg_j;
+  const batch k = n + row.neg_j;
   batch r_hi, r_lo;
   if constexpr (Scaled) {
-    const batch u = x * s;
-    r_hi = detail::mul_add(n, batch(-sc::ln2_hi), u);
-    r_lo = detail::mul_add(n, batch(-sc::ln2_lo), detail::mul_sub(x, s, u));
+    const batch t = detail::mul_add(n, -row.step_hi, x);  // exact
+#if defined(SMAX_X86_REDUCTIONS)
+    if constexpr (sizeof(batch) == 64)
+      return scale_avx512<Underflow>(k, batch(sc::lowest_power),
+                                     exp_reduced(detail::mul_add(row.s, t, n * row.neg_s_step_lo)), k);
+#endif
+    r_hi = row.s * t;
+    r_lo = detail::mul_add(n, row.neg_s_step_lo, detail::mul_sub(row.s, t, r_hi));
   } else {
     r_hi = detail::mul_add(n, batch(-sc::ln2_hi), x);
+#if defined(SMAX_X86_REDUCTIONS)
+    if constexpr (sizeof(batch) == 64)
+      return scale_avx512<Underflow>(k, batch(sc::lowest_power),
+                                     exp_reduced(detail::mul_add(n, batch(-sc::ln2_lo), r_hi)), k);
+#endif
     r_lo = n * batch(-sc::ln2_lo);
   }
-#if defined(SMAX_X86_REDUCTIONS)
-  if constexpr (sizeof(batch) == 64) {
-    const batch r = Scaled ? r_hi + r_lo : detail::mul_add(n, batch(-sc::ln2_lo), r_hi);
-    return scale_avx512<Underflow>(k, batch(sc::lowest_power), exp_reduced(r), k);
-  }
-#endif
   const batch p = expm1_reduced(r_hi, r_lo);
   // biased - j holds n - j + bias in its low bits (it stays in biased's binade).
-  const batch scale = detail::bitcast<T>(detail::bitcast<integer>(biased + neg_j) << c::exponent_shift);
+  const batch scale = detail::bitcast<T>(detail::bitcast<integer>(biased + row.neg_j) << c::exponent_shift);
   const batch f = detail::mul_add(scale, p, scale);
   if constexpr (!Underflow) return f;
   return xsimd::select(k < batch(sc::lowest_power), batch(T(0)), f);

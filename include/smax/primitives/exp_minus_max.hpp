@@ -99,6 +99,7 @@ template <class A, class T, bool Scaled, difference_error E = difference_error::
           bool Underflow = true>
 struct exp_minus_max {
   using batch = xsimd::batch<T, A>;
+  static constexpr bool exact_max = true;  // the maximum's value is exactly 1
   batch neg_max;
   batch inv_temperature;
   T max;
@@ -156,6 +157,26 @@ struct normalizer {
   SMAX_ALWAYS_INLINE batch operator()(batch const& v) const noexcept { return detail::mul_add(v, hi, v * lo); }
 };
 
+// The same for a short row held in registers, whose latency counts: y = v·fl(1/sum), one
+// product (normalizer's second operation and two-part factor would lengthen the chain by a fifth
+// at 64 elements). ExactMax = false (values from exp_minus_shift): a value equal to the sum (the
+// row's only nonzero value, or one beside which the rest vanish in T) gives exactly 1, which the
+// product may miss by an ulp; with exp_minus_max that value is 1 and the product is exact.
+template <class A, class T, bool ExactMax>
+struct short_normalizer {
+  using batch = xsimd::batch<T, A>;
+  batch inverse;
+  batch total;
+
+  explicit short_normalizer(double sum) noexcept
+      : inverse(static_cast<T>(1.0 / sum)), total(static_cast<T>(sum)) {}
+
+  SMAX_ALWAYS_INLINE batch operator()(batch const& v) const noexcept {
+    if constexpr (ExactMax) return v * inverse;
+    return xsimd::select(v == total, batch(T(1)), v * inverse);
+  }
+};
+
 // Log-softmax's exp: it only sums, so the x - max error is dropped; and it keeps σ = max·s (not
 // exp_minus_shift), so the maximum's own value is exactly 1 and a row dominated by its maximum
 // has a log-sum of exactly 0.
@@ -202,18 +223,30 @@ inline decltype(auto) with_exp_minus_max(T max, T min, T inv_t, F&& f) {
 template <class A, class T, bool Scaled, bool Underflow = true>
 struct exp_minus_shift {
   using batch = xsimd::batch<T, A>;
-  batch scale;  // s
-  batch scale_log2e;
-  batch neg_j;
+  static constexpr bool exact_max = false;  // the maximum's value is in [1, 2), rounded
+  shift_row<T, A> row;
   double j;
 
   exp_minus_shift(T max, T inv_t) noexcept
       : j(std::floor(static_cast<double>(max) * (Scaled ? static_cast<double>(inv_t) : 1.0) *
                      exp_constants<double>::log2e)) {
-    scale = batch(inv_t);
-    scale_log2e = batch(Scaled ? static_cast<T>(static_cast<double>(inv_t) * exp_constants<double>::log2e)
-                               : exp_constants<T>::log2e);
-    neg_j = batch(static_cast<T>(-j));
+    row.neg_j = batch(static_cast<T>(-j));
+    if constexpr (Scaled) {
+      // ln2/s = step_hi + step_lo: step_hi is any value near ln2/s (x - n·step_hi is exact for
+      // any), step_lo = (ln2 - s·step_hi)/s from the FMA residual, to double precision (one
+      // division, off the row's critical path: a short row's exp waits for it).
+      constexpr double ln2_hi = shift_constants<double, true>::ln2_hi, ln2_lo = shift_constants<double, true>::ln2_lo;
+      const double s = inv_t;
+      const double inv_s = 1.0 / s;
+      const T hi = static_cast<T>(ln2_hi * inv_s);
+      const double lo = (__builtin_fma(-static_cast<double>(hi), s, ln2_hi) + ln2_lo) * inv_s;
+      row.s_log2e = batch(static_cast<T>(s * exp_constants<double>::log2e));
+      row.s = batch(inv_t);
+      row.step_hi = batch(hi);
+      row.neg_s_step_lo = batch(static_cast<T>(-s * lo));
+    } else {
+      row.s_log2e = batch(exp_constants<T>::log2e);
+    }
   }
 
   // σ = j·ln2: an error-free product with ln 2's leading double, plus j times the rest.
@@ -224,7 +257,7 @@ struct exp_minus_shift {
   }
 
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
-    return exp_shifted<Scaled, Underflow>(x, scale, scale_log2e, neg_j);
+    return exp_shifted<Scaled, Underflow>(x, row);
   }
 };
 
@@ -256,10 +289,18 @@ inline decltype(auto) with_shifted_exp(T max, T min, T inv_t, F&& f) {
   return with_exp_minus_max<A, T, Scaled>(max, min, inv_t, std::forward<F>(f));
 }
 
-// The same for a row whose minimum is not known (short rows): the fallback is TwoSum's form.
-template <class A, class T, bool Scaled, class F>
-SMAX_ALWAYS_INLINE decltype(auto) with_shifted_exp(T max, T inv_t, F&& f) {
-  if constexpr (has_power_of_two_shift<A, Scaled>) {
+// Short rows (a register_row of Count registers), whose minimum is not known and whose latency
+// counts: exp_minus_shift from two registers up, for unscaled rows in its range; otherwise
+// exp_minus_max in TwoSum's form. A one-register row gains nothing from the shift (its exp is
+// not the longer chain) and would pay for short_normalizer's select (n = 16: 0.020 -> 0.022 us);
+// a scaled row's shift constants (a division and its residual) lengthen the chain (SSMax at 64
+// elements 0.035 -> 0.040 us).
+template <bool Scaled, std::size_t Count>
+constexpr bool short_row_shift = !Scaled && Count >= 2;
+
+template <class A, class T, bool Scaled, std::size_t Count, class F>
+SMAX_ALWAYS_INLINE decltype(auto) with_short_row_exp(T max, T inv_t, F&& f) {
+  if constexpr (short_row_shift<Scaled, Count>) {
     if (uses_power_of_two_shift<A, T, Scaled>(max, inv_t)) return f(exp_minus_shift<A, T, Scaled>(max, inv_t));
   }
   return f(exp_minus_max<A, T, Scaled>(max, inv_t));
