@@ -35,8 +35,9 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
   primitives::log_shift shift{0.0, 0.0};  // σ of state.sum
   for (std::size_t b = 0; b < n; b += row_block<T>) {
     const std::size_t len = n - b < row_block<T> ? n - b : row_block<T>;
-    // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row).
-    const auto r = primitives::reduce_range<A, true>(x + b, len);
+    // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row). The
+    // minimum chooses softmax's exp form; log-softmax does not need it.
+    const auto r = primitives::reduce_range<A, !Log>(x + b, len);
     const block_kind kind = classify_block<A>(r.max, x + b, len);
     if (kind == block_kind::nan_row) return nan_state;
     if (kind == block_kind::masked) continue;  // contributes nothing
