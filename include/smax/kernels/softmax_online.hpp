@@ -24,9 +24,10 @@ struct online_partial {
   T min = -__builtin_huge_val();  // the row minimum when known (chooses pass 2's exp form)
 };
 
-// Log = true for log-softmax, which needs only the sum (log_exp: the x - max error is dropped). Each block is summed with the exp functor of the running maximum
-// (exp(x·s - σ), primitives::with_shifted_exp); when the maximum grows, the sum so far is
-// rescaled by exp(σ_old - σ_new) (exactly a power of 2 between two power-of-two shifts).
+// Each block is summed with the exp functor of the running maximum (exp(x·s - σ),
+// primitives::with_shifted_exp); when the maximum grows, the sum so far is rescaled by
+// exp(σ_old - σ_new), with both shifts' roundings carried (exp_of_difference). Log = true for
+// log-softmax, which needs only the sum (exp_for_log_sum: σ = max·s, the x - max error dropped).
 template <class A, class T, bool Scaled, bool Log = false>
 inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) noexcept {
   const T inf = __builtin_huge_val();
