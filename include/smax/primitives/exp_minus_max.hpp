@@ -49,9 +49,6 @@ inline log_shift subtract_shifts(log_shift a, log_shift b) noexcept {
   return {hi, (d - d_part) + (low - low_part)};
 }
 
-// a - b rounded to double.
-inline double shift_difference(log_shift a, log_shift b) noexcept { return subtract_shifts(a, b).hi; }
-
 // exp(a - b) for shifts within a few hundred of each other (the caller's range), to about one
 // ulp of double.
 inline double exp_of_difference(log_shift a, log_shift b) noexcept {
@@ -214,8 +211,8 @@ inline decltype(auto) with_exp_minus_max(T max, T min, T inv_t, F&& f) {
 // j = floor(max·s·log2e) instead of σ = max·s: every value is exp((x - max)·s) times one row
 // constant exp(max·s - σ) in [1, 2), which a normalised result never sees. Its range reduction
 // needs no x - max, so there is no rounding error of x - max to carry (exp_shifted): 13
-// operations a vector on AVX-512 against exp_minus_max's 15 to 18 (unscaled) (the exp pass of a 4096-element
-// row: 0.150 -> 0.122 ns an element). The shift is at most max·s, so no value that is normal
+// operations a vector on AVX-512 against exp_minus_max's 15 to 18 (unscaled; the exp pass of a
+// 4096-element row: 0.150 -> 0.122 ns an element). The shift is at most max·s, so no value that is normal
 // relative to the maximum underflows. For softmax rows with |max·s| < 2^20 (float, with FMA)
 // (uses_power_of_two_shift). Not for log-softmax: the maximum's own value is no longer exactly 1,
 // which would cost a row dominated by its maximum the exact 0 of its log-softmax (and its sum
@@ -233,8 +230,8 @@ struct exp_minus_shift {
     row.neg_j = batch(static_cast<T>(-j));
     if constexpr (Scaled) {
       // ln2/s = step_hi + step_lo: step_hi is any value near ln2/s (x - n·step_hi is exact for
-      // any), step_lo = (ln2 - s·step_hi)/s from the FMA residual, to double precision (one
-      // division, off the row's critical path: a short row's exp waits for it).
+      // any), step_lo = (ln2 - s·step_hi)/s from the FMA residual, to double precision: one
+      // division per row (short rows, where its latency would show, keep exp_minus_max).
       constexpr double ln2_hi = shift_constants<double, true>::ln2_hi, ln2_lo = shift_constants<double, true>::ln2_lo;
       const double s = inv_t;
       const double inv_s = 1.0 / s;
