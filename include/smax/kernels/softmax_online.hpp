@@ -82,7 +82,7 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
                                  row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
   if (p.log) {
-    write_log_softmax<A>(x, y, n, s.max, p.inv_temperature, ::log(s.sum));
+    write_log_softmax<A>(x, y, n, s.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s.sum));
     return;
   }
   const std::size_t ahead = online_prefetch_distance<A, T>(n);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "../primitives/exp_minus_max.hpp"
+#include "../primitives/log.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
 #include "../primitives/register_row.hpp"
@@ -34,7 +35,8 @@ template <class A, class T, std::size_t Count>
 SMAX_ALWAYS_INLINE void normalize_log(primitives::register_row<A, T, Count>& row, double sum, T max,
                                       row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
-  const batch mb(max), inv(p.inv_temperature), neg_log_sum(static_cast<T>(-::log(sum)));
+  const batch mb(max), inv(p.inv_temperature);
+  const batch neg_log_sum(static_cast<T>(-primitives::log_of_row_sum<A, T>(sum)));
   row.transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
 }
 
@@ -214,7 +216,7 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
     const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, primitives::exp_for_log_sum<A, T, Scaled>(r.max, p.inv_temperature),
                                                    p.next_row, p.next_output_row ? y : nullptr);
     if (s != s) return fill_row<A>(y, n, nan);
-    write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, ::log(s));
+    write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s));
     return;
   }
   const auto r = primitives::reduce_range<A, true>(x, n);

@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "../config.hpp"
+#include "../primitives/log.hpp"
 #include "softmax_backward.hpp"
 #include "softmax_online.hpp"
 #include "softmax_three_pass.hpp"
@@ -73,6 +74,9 @@ struct table {
   static void exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept;
   static void exp_minus_shift(const double* x, double* y, std::size_t n, double max,
                               double temperature) noexcept;
+  // y[i] = log s[i] by primitives::log_of_sum (float log-softmax's log of the sum): exposed so
+  // that it can be checked on every instruction set (the compiler may contract its products).
+  static void log_of_sum(const double* s, double* y, std::size_t n) noexcept;
   // Pass 2 for one chunk, given the state of the whole row.
   static void online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                unsigned flags, float max, double sum) noexcept;
@@ -260,6 +264,10 @@ template <class A>
 void table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
                                double temperature) noexcept {
   detail::exp_minus_shift<A>(x, y, n, max, temperature);
+}
+template <class A>
+void table<A>::log_of_sum(const double* s, double* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = primitives::log_of_sum<A>(s[i]);
 }
 template <class A>
 void table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
