@@ -236,5 +236,45 @@ inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
 #endif
 }
 
+#if defined(SMAX_X86_REDUCTIONS)
+// The AVX2+FMA kernels compiled inside Host's (an AVX-512 architecture's) translation unit: a
+// row of at most 16 floats (8 doubles) is one 512-bit register, and the latency of its chain
+// (horizontal max, exp, horizontal sum, normalise) is shorter on 256-bit registers (smax_bench,
+// AVX-512: softmax 16 elements 0.021 -> 0.017 us). A distinct architecture type per Host, so
+// that these instantiations (built with Host's flags, possibly with EVEX-only instructions) never
+// share a symbol with the AVX2 translation unit's, or with another Host's. xsimd takes its
+// kernels from fma3<avx2> (the base class) and its registers from the specialisation below.
+template <class Host>
+struct avx2_in : xsimd::fma3<xsimd::avx2> {
+  static constexpr char const* name() noexcept { return "avx2_in_avx512"; }
+};
+
+// The architecture that rows fitting in one register of Host run on: avx2_in<Host> on AVX-512,
+// Host itself elsewhere.
+template <class Host>
+using short_row_arch =
+    std::conditional_t<std::is_base_of<xsimd::avx512f, Host>::value, avx2_in<Host>, Host>;
+#else
+template <class Host>
+using short_row_arch = Host;
+#endif
+
 }  // namespace detail
 }  // namespace smax
+
+#if defined(SMAX_X86_REDUCTIONS)
+// avx2_in<Host> has fma3<avx2>'s registers (XSIMD_DECLARE_SIMD_REGISTER_ALIAS, written out for a
+// template; the same in xsimd 8.1, 13 and 14).
+namespace xsimd {
+namespace types {
+template <class T, class Host>
+struct simd_register<T, smax::detail::avx2_in<Host>> : simd_register<T, xsimd::fma3<xsimd::avx2>> {
+  using register_type = typename simd_register<T, xsimd::fma3<xsimd::avx2>>::register_type;
+  simd_register(register_type reg) noexcept : simd_register<T, xsimd::fma3<xsimd::avx2>>{reg} {}
+  simd_register() = default;
+};
+template <class T, class Host>
+struct has_simd_register<T, smax::detail::avx2_in<Host>> : has_simd_register<T, xsimd::fma3<xsimd::avx2>> {};
+}  // namespace types
+}  // namespace xsimd
+#endif

@@ -99,7 +99,6 @@ inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexc
 // the computed values (as softmax's short_row). Sigma: a masked modulation (multimax_modulation).
 template <class A, class T, std::size_t Count, class Sigma>
 SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
-  using batch = xsimd::batch<T, A>;
   primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
   row.transform(sigma);
   const auto lanes = row.lane_max();
@@ -112,13 +111,7 @@ SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sig
   // As softmax's short_row (primitives::with_short_row_exp, short_normalizer).
   primitives::with_short_row_exp<A, T, false, Count>(max, T(1), [&](auto const& e) {
     using E = std::decay_t<decltype(e)>;
-    batch s(T(0));
-    row.transform([&](batch const& v) {
-      const batch t = e(v);
-      s += t;
-      return t;
-    });
-    row.transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s)));
+    row.transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(row.transform_sum(e))));
   });
   row.store(y);
 }
@@ -157,15 +150,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
   using E = std::conditional_t<primitives::short_row_shift<false, Count>, primitives::exp_minus_shift<A, T, false>,
                                primitives::exp_minus_max<A, T, false>>;
   batch s[K];
-  primitives::unroll<K>([&](auto k) {
-    const E e(max[k], T(1));
-    s[k] = batch(T(0));
-    rows[k].transform([&](batch const& v) {
-      const batch t = e(v);
-      s[k] += t;
-      return t;
-    });
-  });
+  primitives::unroll<K>([&](auto k) { s[k] = rows[k].transform_sum(E(max[k], T(1))); });
   primitives::unroll<K>([&](auto k) {
     rows[k].transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s[k])));
     rows[k].store(y + k * ldy);
@@ -381,6 +366,11 @@ inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t
   const bool nondecreasing = multimax_nondecreasing<A>(p);
   // Short rows take the exact form whatever the parameters: the 10-operation form saves 4% on
   // batches of them but its square roots make a single short row 30% slower.
+  // Rows that fit in one register run on short_row_arch<A>, as softmax's (table.hpp).
+  if (cols <= xsimd::batch<T, A>::size) {
+    using B = smax::detail::short_row_arch<A>;
+    return multimax_short_batch<B>(x, ldx, y, ldy, rows, cols, multimax_modulation<B, T>(p));
+  }
   if (cols <= 4 * xsimd::batch<T, A>::size)
     return multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation<A, T>(p));
   // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).

@@ -20,14 +20,7 @@ namespace kernels {
 template <class A, class T, std::size_t Count, class E>
 SMAX_ALWAYS_INLINE double exponentiate(primitives::register_row<A, T, Count>& row, E const& e,
                                        bool log) noexcept {
-  using batch = xsimd::batch<T, A>;
-  batch s(T(0));
-  row.transform([&](batch const& v) {
-    const batch t = e(v);
-    s += t;
-    return log ? v : t;
-  });
-  return smax::detail::horizontal_sum(s);
+  return smax::detail::horizontal_sum(log ? row.sum(e) : row.transform_sum(e));
 }
 
 // The second half of a short log-softmax row once its sum is known: (x - max)·s - log sum.

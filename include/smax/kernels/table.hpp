@@ -93,6 +93,28 @@ inline bool valid_temperature(T temperature) noexcept {
 }
 
 
+// Rows of at most four registers of A: one alone goes straight to its kernel (an attention row, a
+// classifier's logits: latency), more go four at a time through the interleaved kernel
+// (throughput), the rest one by one.
+template <class A, class T>
+inline void short_row_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+                            std::size_t cols, row_params<T> const& p, bool scaled) noexcept {
+  constexpr std::size_t group = 4;
+  std::size_t r = 0;
+  for (; r + group <= rows; r += group) {
+    if (scaled)
+      short_rows<A, T, true, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+    else
+      short_rows<A, T, false, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+  }
+  for (; r < rows; ++r) {
+    if (scaled)
+      short_row<A, T, true>(x + r * ldx, y + r * ldy, cols, p);
+    else
+      short_row<A, T, false>(x + r * ldx, y + r * ldy, cols, p);
+  }
+}
+
 // The rows given 1/T (> 0 and finite); `scaled` is false exactly when 1/T = 1. SSMax comes
 // here with its λ as 1/T, so it costs what softmax with a temperature costs.
 template <class A, class T>
@@ -127,29 +149,22 @@ inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t l
       kernel = scaled ? &three_pass_row<A, T, true> : &three_pass_row<A, T, false>;
       break;
   }
-  // One short row (an attention row, a classifier's logits) goes straight to its kernel.
-  if (rows == 1 && algorithm == algorithm_id::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
-    if (scaled)
-      short_row<A, T, true>(x, y, cols, p);
-    else
-      short_row<A, T, false>(x, y, cols, p);
-    return;
-  }
-  // Short rows go four at a time through the interleaved kernel (throughput, not latency).
-  std::size_t r = 0;
   if (algorithm == algorithm_id::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
-    constexpr std::size_t group = 4;
-    for (; r + group <= rows; r += group) {
-      if (scaled)
-        short_rows<A, T, true, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
-      else
-        short_rows<A, T, false, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+    // Rows that fit in one register of A run on smax::detail::short_row_arch<A> (256-bit
+    // registers on AVX-512).
+    using B = smax::detail::short_row_arch<A>;
+    const bool narrow = cols <= xsimd::batch<T, A>::size;
+    if (rows == 1) {  // no call more than needed: a 16-element row takes 20 ns
+      if (narrow) return scaled ? short_row<B, T, true>(x, y, cols, p) : short_row<B, T, false>(x, y, cols, p);
+      return scaled ? short_row<A, T, true>(x, y, cols, p) : short_row<A, T, false>(x, y, cols, p);
     }
+    if (narrow) return short_row_batch<B>(x, ldx, y, ldy, rows, cols, p, scaled);
+    return short_row_batch<A>(x, ldx, y, ldy, rows, cols, p, scaled);
   }
   // Rows of at least 1 KiB prefetch the next row during their exp pass (a batch that does not
   // fit in L2 would otherwise wait for each row's first pass).
   row_params<T> q = p;
-  for (; r < rows; ++r) {
+  for (std::size_t r = 0; r < rows; ++r) {
     const bool ahead = r + 1 < rows && cols * sizeof(T) >= 1024;
     q.next_row = ahead ? ldx : 0;
     q.next_output_row = ahead ? ldy : 0;

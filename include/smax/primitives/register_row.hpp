@@ -28,6 +28,16 @@ SMAX_ALWAYS_INLINE void unroll(F&& f) noexcept {
   unroll_indices(f, std::make_index_sequence<Count>{});
 }
 
+// v[0] + ... + v[Count - 1] added as a balanced tree (Count <= 4): two adds deep for four.
+template <class B, std::size_t Count>
+SMAX_ALWAYS_INLINE B tree_sum(B const (&v)[Count]) noexcept {
+  static_assert(Count >= 1 && Count <= max_row_registers, "1 to 4 registers");
+  if constexpr (Count == 1) return v[0];
+  else if constexpr (Count == 2) return v[0] + v[1];
+  else if constexpr (Count == 3) return (v[0] + v[1]) + v[2];
+  else return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
 // A row of n elements, (Count - 1)·width < n <= Count·width, in Count registers; the lanes past n
 // hold the fill value given to the constructor.
 template <class A, class T, std::size_t Count>
@@ -53,6 +63,22 @@ struct register_row {
   template <class F>
   SMAX_ALWAYS_INLINE void transform(F&& f) noexcept {
     unroll<Count>([&](auto j) { v[j] = f(v[j]); });
+  }
+
+  // v[j] = f(v[j]) for every register; returns the lane-wise sum of the new values (tree_sum:
+  // no leading 0 + and two adds deep for four registers, on the short rows' latency chain).
+  template <class F>
+  SMAX_ALWAYS_INLINE batch transform_sum(F&& f) noexcept {
+    unroll<Count>([&](auto j) { v[j] = f(v[j]); });
+    return tree_sum(v);
+  }
+
+  // The lane-wise sum of f(v[j]) over the registers (tree_sum), v unchanged.
+  template <class F>
+  SMAX_ALWAYS_INLINE batch sum(F&& f) const noexcept {
+    batch t[Count];
+    unroll<Count>([&](auto j) { t[j] = f(v[j]); });
+    return tree_sum(t);
   }
 
   // The lane-wise maximum over the registers (fill lanes included) and whether any lane is NaN.
