@@ -116,9 +116,11 @@ inline void short_row_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy, 
 }
 
 // The rows given 1/T (> 0 and finite); `scaled` is false exactly when 1/T = 1. SSMax comes
-// here with its λ as 1/T, so it costs what softmax with a temperature costs.
+// here with its λ as 1/T, so it costs what softmax with a temperature costs. Inlined into its
+// callers: the call level cost a 16-element row 2-4 ns (softmax 0.018 -> 0.016 us, log-softmax
+// 0.023 -> 0.019 us).
 template <class A, class T>
-inline void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                 std::size_t rows, std::size_t cols, T inv_temperature,
                                 bool scaled, unsigned flags, algorithm_id algorithm) noexcept {
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
