@@ -167,7 +167,7 @@ inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t l
 
 // Every row of a batch of short rows (at most four registers each), four at a time.
 template <class A, class T, class Sigma>
-inline void multimax_short_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+SMAX_ALWAYS_INLINE void multimax_short_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                  std::size_t rows, std::size_t cols, Sigma const& sigma) noexcept {
   constexpr std::size_t group = 4;
   std::size_t r = 0;
@@ -354,8 +354,9 @@ inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A,
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
+// Inlined into the table's entry points (a call level costs a short row a few ns).
 template <class A, class T>
-inline void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+SMAX_ALWAYS_INLINE void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                   std::size_t rows, std::size_t cols,
                                   multimax_parameters<T> const& p) noexcept {
   [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);  // as softmax (row_policy.hpp)

@@ -91,6 +91,19 @@ inline T pow2_neg(double k) noexcept {
   return r;
 }
 
+// e^t for |t| <= ln2/2 + 2^-40 (t = K·ln2 - m with K = round(m·log2e)), inline: a libm call in
+// the plan would make every short row spill its registers around it (softpick 64 elements: 7 % of
+// the time was glibc's exp). Taylor to degree 9, whose truncation is below 2^-36 relative: for
+// float rows c (which only scales eps) needs far less; double rows keep libm's exp.
+template <class A>
+SMAX_ALWAYS_INLINE double exp_reduced_scalar(double t) noexcept {
+  const double t2 = t * t;
+  const double lo = ((t * (1.0 / 6) + 1.0 / 2) * t + 1.0) * t + 1.0;                      // 1 + t + t²/2 + t³/6
+  const double mid = ((t * (1.0 / 5040) + 1.0 / 720) * t + 1.0 / 120) * t + 1.0 / 24;    // t^4..t^7 / t^4
+  const double hi = t * (1.0 / 362880) + 1.0 / 40320;                                    // t^8, t^9 / t^8
+  return lo + (t2 * t2) * (mid + (t2 * t2) * hi);
+}
+
 // The plan of a row with maximum max > -inf (finite) and minimum min. c (in double) only scales
 // eps, so its rounding is irrelevant next to the bound.
 template <class A, class T>
@@ -103,7 +116,11 @@ inline plan<T> make_plan(T max, T min) noexcept {
   }
   p.k = k_of<A>(max);
   p.scale = pow2_neg<A, T>(p.k);
-  p.c = ::exp(p.k * 0.69314718055994530942 - static_cast<double>(max));
+  const double t = p.k * 0.69314718055994530942 - static_cast<double>(max);
+  if constexpr (sizeof(T) == 4)
+    p.c = exp_reduced_scalar<A>(t);
+  else
+    p.c = ::exp(t);  // a double row's eps/c needs c to double precision
   if (min == -static_cast<T>(__builtin_huge_val()))
     p.how = mode::masked;
   else if (min < primitives::expm1_constants<T>::lowest || p.k > constants<T>::plain_max_k)
@@ -357,15 +374,19 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   });
 }
 
+// Inlined into the table's entry points: a call level costs a short row a few ns (as softmax's
+// forward_rows_scaled).
 template <class A, class T>
-inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                         std::size_t cols, double eps, softpick_algorithm algorithm) noexcept {
+SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+                                     std::size_t cols, double eps, softpick_algorithm algorithm) noexcept {
   if (algorithm == softpick_algorithm::automatic)
     algorithm = cols * sizeof(T) <= softpick_three_pass_max_bytes ? softpick_algorithm::three_pass
                                                                    : softpick_algorithm::online;
   std::size_t r = 0;
-  // Short rows go four at a time through the interleaved kernel (throughput, not latency).
+  // One short row goes straight to its kernel; more go four at a time through the interleaved
+  // kernel (throughput, not latency).
   if (algorithm == softpick_algorithm::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
+    if (rows == 1) return short_row<A>(x, y, cols, eps);
     constexpr std::size_t group = 4;
     for (; r + group <= rows; r += group)
       short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, eps);

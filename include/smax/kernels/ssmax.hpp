@@ -50,9 +50,10 @@ inline void ssmax_uniform_row(const T* x, T* y, std::size_t n, unsigned flags) n
   for (std::size_t i = 0; i < n; ++i) y[i] = x[i] == -inf ? T(0) : p;
 }
 
+// λ <= 0 or not finite (ssmax_rows).
 template <class A, class T>
-inline void ssmax_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                       std::size_t cols, T lambda, unsigned flags) noexcept {
+inline void ssmax_rows_nonpositive(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+                                   std::size_t cols, T lambda, unsigned flags) noexcept {
   using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
   if (!(std::fabs(lambda) < inf)) {
@@ -60,9 +61,6 @@ inline void ssmax_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
       fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;
   }
-  if (lambda > T(0))
-    return forward_rows_scaled<A>(x, ldx, y, ldy, rows, cols, lambda, lambda != T(1), flags,
-                                  algorithm_id::automatic);
   if (lambda == T(0)) {
     for (std::size_t r = 0; r < rows; ++r) ssmax_uniform_row<A>(x + r * ldx, y + r * ldy, cols, flags);
     return;
@@ -76,6 +74,17 @@ inline void ssmax_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
   }
   forward_rows_scaled<A>(y, ldy, y, ldy, rows, cols, -lambda, lambda != T(-1), flags,
                          algorithm_id::automatic);
+}
+
+// Inlined into the table's entry points with softmax's forward_rows_scaled for λ > 0 (finite),
+// so that SSMax pays no call level more than softmax; other λ out of line.
+template <class A, class T>
+SMAX_ALWAYS_INLINE void ssmax_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+                                   std::size_t cols, T lambda, unsigned flags) noexcept {
+  if (lambda > T(0) && lambda < T(__builtin_huge_val()))
+    return forward_rows_scaled<A>(x, ldx, y, ldy, rows, cols, lambda, lambda != T(1), flags,
+                                  algorithm_id::automatic);
+  ssmax_rows_nonpositive<A>(x, ldx, y, ldy, rows, cols, lambda, flags);
 }
 
 template <class A, class T>
