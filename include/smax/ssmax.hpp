@@ -46,8 +46,13 @@ using ssmax_table = kernels::ssmax_table<xsimd::default_arch>;
 inline double ssmax_n(ssmax_options const& opts, std::size_t cols) noexcept {
   return static_cast<double>(opts.n ? opts.n : cols);
 }
-inline double ssmax_lambda(ssmax_options const& opts, std::size_t cols) noexcept {
-  return opts.s * std::log(ssmax_n(opts, cols)) + opts.bias;
+// λ = s·log n + bias in T. float: log n inline (primitives::log_of_sum, within 2^-32 relative,
+// far inside λ's rounding to float; a libm call was 5 % of a 64-element row), double: std::log.
+template <class T>
+inline T ssmax_lambda(ssmax_options const& opts, std::size_t cols) noexcept {
+  const double n = ssmax_n(opts, cols);
+  const double log_n = sizeof(T) == 4 ? primitives::log_of_sum<xsimd::default_arch>(n) : std::log(n);
+  return static_cast<T>(opts.s * log_n + opts.bias);
 }
 
 template <class Table = ssmax_table, class T>
@@ -56,7 +61,7 @@ inline void ssmax(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
   SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
   if (rows == 0 || cols == 0) return;
-  Table::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(ssmax_lambda(opts, cols)),
+  Table::forward(x, ldx, y, ldy, rows, cols, ssmax_lambda<T>(opts, cols),
                        opts.zero_masked_rows ? kernels::flag_zero_masked_rows : 0u);
 }
 
@@ -69,7 +74,7 @@ inline void ssmax_backward(const T* x, std::size_t ldx, const T* y, std::size_t 
   if (rows == 0 || cols == 0) return;
   double dlambda = 0;
   Table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
-                        static_cast<T>(ssmax_lambda(opts, cols)), grads ? &dlambda : nullptr);
+                        ssmax_lambda<T>(opts, cols), grads ? &dlambda : nullptr);
   if (grads) {
     grads->s = std::log(ssmax_n(opts, cols)) * dlambda;
     grads->bias = dlambda;
