@@ -96,9 +96,12 @@ inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexc
 }
 
 // Rows of at most four registers: σ is computed once, in registers, and the maximum is that of
-// the computed values (as softmax's short_row). Sigma: a masked modulation (multimax_modulation).
-template <class A, class T, std::size_t Count, class Sigma>
-SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
+// the computed values (as softmax's short_row). σ is multimax_modulation (masked), built here
+// from p: passed built, its eight registers went through the stack on every call.
+template <class A, class T, std::size_t Count>
+SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n,
+                                            multimax_parameters<T> const& p) noexcept {
+  const multimax_modulation<A, T> sigma(p);
   primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
   row.transform(sigma);
   const auto lanes = row.lane_max();
@@ -116,18 +119,19 @@ SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n, Sig
   row.store(y);
 }
 
-template <class A, class T, class Sigma>
-inline void multimax_short_row(const T* x, T* y, std::size_t n, Sigma const& sigma) noexcept {
+template <class A, class T>
+inline void multimax_short_row(const T* x, T* y, std::size_t n, multimax_parameters<T> const& p) noexcept {
   primitives::with_register_count<A, T>(
-      n, [&](auto count) { multimax_short_row<A, T, decltype(count)::value>(x, y, n, sigma); });
+      n, [&](auto count) { multimax_short_row<A, T, decltype(count)::value>(x, y, n, p); });
 }
 
 // K short rows at once, the same arithmetic as multimax_short_row interleaved so that the latency
 // chains of independent rows (horizontal max, exp, horizontal sum, reciprocal) overlap (as
 // softmax's short_rows). A group holding a special row (as softmax's) goes row by row.
-template <class A, class T, std::size_t K, std::size_t Count, class Sigma>
+template <class A, class T, std::size_t K, std::size_t Count>
 SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                             std::size_t n, Sigma const& sigma) noexcept {
+                                             std::size_t n, multimax_parameters<T> const& p) noexcept {
+  const multimax_modulation<A, T> sigma(p);
   using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
   primitives::register_row<A, T, Count> rows[K];
@@ -144,7 +148,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
   });
   if (special) {
     primitives::unroll<K>(
-        [&](auto k) { multimax_short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, sigma); });
+        [&](auto k) { multimax_short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
   using E = std::conditional_t<primitives::short_row_shift<false, Count>, primitives::exp_minus_shift<A, T, false>,
@@ -157,23 +161,23 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
   });
 }
 
-template <class A, class T, std::size_t K, class Sigma>
+template <class A, class T, std::size_t K>
 inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t n,
-                                Sigma const& sigma) noexcept {
+                                multimax_parameters<T> const& p) noexcept {
   primitives::with_register_count<A, T>(n, [&](auto count) {
-    multimax_short_rows<A, T, K, decltype(count)::value>(x, ldx, y, ldy, n, sigma);
+    multimax_short_rows<A, T, K, decltype(count)::value>(x, ldx, y, ldy, n, p);
   });
 }
 
 // Every row of a batch of short rows (at most four registers each), four at a time.
-template <class A, class T, class Sigma>
+template <class A, class T>
 SMAX_ALWAYS_INLINE void multimax_short_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                 std::size_t rows, std::size_t cols, Sigma const& sigma) noexcept {
+                                 std::size_t rows, std::size_t cols, multimax_parameters<T> const& p) noexcept {
   constexpr std::size_t group = 4;
   std::size_t r = 0;
   for (; r + group <= rows; r += group)
-    multimax_short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, sigma);
-  for (; r < rows; ++r) multimax_short_row<A>(x + r * ldx, y + r * ldy, cols, sigma);
+    multimax_short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+  for (; r < rows; ++r) multimax_short_row<A>(x + r * ldx, y + r * ldy, cols, p);
 }
 
 // Largest and smallest σ(x) of a row (primitives::reduce_range with σ applied): masked entries
@@ -370,10 +374,10 @@ SMAX_ALWAYS_INLINE void multimax_forward_rows(const T* x, std::size_t ldx, T* y,
   // Rows that fit in one register run on short_row_arch<A>, as softmax's (table.hpp).
   if (cols <= xsimd::batch<T, A>::size) {
     using B = smax::detail::short_row_arch<A>;
-    return multimax_short_batch<B>(x, ldx, y, ldy, rows, cols, multimax_modulation<B, T>(p));
+    return multimax_short_batch<B>(x, ldx, y, ldy, rows, cols, p);
   }
   if (cols <= 4 * xsimd::batch<T, A>::size)
-    return multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, multimax_modulation<A, T>(p));
+    return multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, p);
   // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
   auto next = [&](std::size_t r) { return r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0; };
   if (nondecreasing) {
