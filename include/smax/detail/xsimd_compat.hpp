@@ -249,6 +249,11 @@ struct avx2_in : xsimd::fma3<xsimd::avx2> {
   static constexpr char const* name() noexcept { return "avx2_in_avx512"; }
 };
 
+template <class A>
+struct is_avx2_in : std::false_type {};
+template <class Host>
+struct is_avx2_in<avx2_in<Host>> : std::true_type {};
+
 // The architecture that rows fitting in one register of Host run on: avx2_in<Host> on AVX-512,
 // Host itself elsewhere.
 template <class Host>
@@ -257,6 +262,8 @@ using short_row_arch =
 #else
 template <class Host>
 using short_row_arch = Host;
+template <class A>
+struct is_avx2_in : std::false_type {};
 #endif
 
 }  // namespace detail

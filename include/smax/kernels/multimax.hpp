@@ -143,7 +143,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
     special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
-              (primitives::short_row_shift<false, Count> &&
+              (primitives::short_row_shift<A, false, Count> &&
                !primitives::uses_power_of_two_shift<A, T, false>(max[k], T(1)));
   });
   if (special) {
@@ -151,7 +151,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
         [&](auto k) { multimax_short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
-  using E = std::conditional_t<primitives::short_row_shift<false, Count>, primitives::exp_minus_shift<A, T, false>,
+  using E = std::conditional_t<primitives::short_row_shift<A, false, Count>, primitives::exp_minus_shift<A, T, false>,
                                primitives::exp_minus_max<A, T, false>>;
   batch s[K];
   primitives::unroll<K>([&](auto k) { s[k] = rows[k].transform_sum(E(max[k], T(1))); });

@@ -84,7 +84,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
     special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
-              (primitives::short_row_shift<Scaled, Count> && !p.log &&
+              (primitives::short_row_shift<A, Scaled, Count> && !p.log &&
                !primitives::uses_power_of_two_shift<A, T, Scaled>(max[k], p.inv_temperature));
   });
   if (special) {
@@ -98,7 +98,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
       sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true);
     });
     primitives::unroll<K>([&](auto k) { normalize_log(rows[k], sum[k], max[k], p); });
-  } else if constexpr (primitives::short_row_shift<Scaled, Count>) {
+  } else if constexpr (primitives::short_row_shift<A, Scaled, Count>) {
     primitives::unroll<K>([&](auto k) {
       exponentiate_and_normalize(rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature));
     });

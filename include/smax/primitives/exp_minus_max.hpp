@@ -291,13 +291,15 @@ inline decltype(auto) with_shifted_exp(T max, T min, T inv_t, F&& f) {
 // exp_minus_max in TwoSum's form. A one-register row gains nothing from the shift (its exp is
 // not the longer chain) and would pay for short_normalizer's select (n = 16: 0.020 -> 0.022 us);
 // a scaled row's shift constants (a division and its residual) lengthen the chain (SSMax at 64
-// elements 0.035 -> 0.040 us).
-template <bool Scaled, std::size_t Count>
-constexpr bool short_row_shift = !Scaled && Count >= 2;
+// elements 0.035 -> 0.040 us). Nor does a row of two 256-bit registers on AVX-512
+// (detail::avx2_in, one 512-bit register's worth): with the shift a batch of 16-element rows
+// took 180 instead of 150 us (16384 rows).
+template <class A, bool Scaled, std::size_t Count>
+constexpr bool short_row_shift = !Scaled && Count >= 2 && !detail::is_avx2_in<A>::value;
 
 template <class A, class T, bool Scaled, std::size_t Count, class F>
 SMAX_ALWAYS_INLINE decltype(auto) with_short_row_exp(T max, T inv_t, F&& f) {
-  if constexpr (short_row_shift<Scaled, Count>) {
+  if constexpr (short_row_shift<A, Scaled, Count>) {
     if (uses_power_of_two_shift<A, T, Scaled>(max, inv_t)) return f(exp_minus_shift<A, T, Scaled>(max, inv_t));
   }
   return f(exp_minus_max<A, T, Scaled>(max, inv_t));
