@@ -240,7 +240,7 @@ inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
 // The AVX2+FMA kernels compiled inside Host's (an AVX-512 architecture's) translation unit: a
 // row of at most 16 floats (8 doubles) is one 512-bit register, and the latency of its chain
 // (horizontal max, exp, horizontal sum, normalise) is shorter on 256-bit registers (smax_bench,
-// AVX-512: softmax 16 elements 0.021 -> 0.017 us). A distinct architecture type per Host, so
+// AVX-512: softmax 16 elements 0.019 -> 0.017 us). A distinct architecture type per Host, so
 // that these instantiations (built with Host's flags, possibly with EVEX-only instructions) never
 // share a symbol with the AVX2 translation unit's, or with another Host's. xsimd takes its
 // kernels from fma3<avx2> (the base class) and its registers from the specialisation below.
