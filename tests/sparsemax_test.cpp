@@ -527,11 +527,11 @@ void public_api() {
     for (std::size_t c = cols; c < ld; ++c) EXPECT_EQ(dx[r * ld + c], T(-5));
   }
   // Loss and its gradient.
-  const T l = smax::sparsemax_loss(x.data(), 3, x.size());
+  const T l = smax::sparsemax_loss(x.data(), x.size(), 3);
   EXPECT_NEAR(l, static_cast<double>(smax::reference::sparsemax_loss(x.data(), x.size(), 3)),
               4 * sparsemax_atol<T> * (1 + std::fabs(double(l))));
   std::vector<T> g(x.size());
-  smax::sparsemax_loss_backward(x.data(), 3, x.size(), T(1), g.data());
+  smax::sparsemax_loss_backward(x.data(), x.size(), 3, T(1), g.data());
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(g[i], i == 3 ? y[i] - T(1) : y[i]);
 }
 

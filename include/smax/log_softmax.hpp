@@ -17,61 +17,15 @@
 #include "softmax.hpp"
 
 SMAX_BEGIN_NAMESPACE
+namespace api {
+using log_softmax_family = softmax_like_family<true>;
+}  // namespace api
 
-template <class T, detail::if_real_t<T> = 0>
-inline void log_softmax(const T* x, T* y, std::size_t n, softmax_options const& opts = {}) noexcept {
-  api::forward<api::default_table>(x, n, y, n, 1, n, true, opts, kernels::algorithm_id::automatic);
-}
-
-template <class Algorithm, class T, detail::if_real_t<T> = 0>
-inline auto log_softmax(Algorithm algorithm, const T* x, T* y, std::size_t n,
-                        softmax_options const& opts = {}) noexcept
-    -> decltype(api::algorithm_of(algorithm), void()) {
-  api::forward<api::default_table>(x, n, y, n, 1, n, true, opts, api::algorithm_of(algorithm));
-}
-
-template <class T, detail::if_real_t<T> = 0>
-inline void log_softmax_rows(const T* x, T* y, std::size_t rows, std::size_t cols,
-                             std::size_t ld, softmax_options const& opts = {}) noexcept {
-  api::forward<api::default_table>(x, ld, y, ld, rows, cols, true, opts,
-                                   kernels::algorithm_id::automatic);
-}
-
-template <class Algorithm, class T, detail::if_real_t<T> = 0>
-inline auto log_softmax_rows(Algorithm algorithm, const T* x, T* y, std::size_t rows,
-                             std::size_t cols, std::size_t ld,
-                             softmax_options const& opts = {}) noexcept
-    -> decltype(api::algorithm_of(algorithm), void()) {
-  api::forward<api::default_table>(x, ld, y, ld, rows, cols, true, opts,
-                                   api::algorithm_of(algorithm));
-}
-
-// Backward pass: dx = (1/T)·(dy - softmax(x/T)·sum(dy)), given z = log_softmax(x) (spec §2(4)).
-// At a masked entry (z = -inf) dx = dy/T, the true derivative, as PyTorch gives.
-template <class T, detail::if_real_t<T> = 0>
-inline void log_softmax_backward(const T* z, const T* dy, T* dx, std::size_t n,
-                                 softmax_options const& opts = {}) noexcept {
-  api::backward<api::default_table>(z, n, dy, n, dx, n, 1, n, true, opts);
-}
-
-template <class T, detail::if_real_t<T> = 0>
-inline void log_softmax_backward_rows(const T* z, const T* dy, T* dx, std::size_t rows,
-                                      std::size_t cols, std::size_t ld,
-                                      softmax_options const& opts = {}) noexcept {
-  api::backward<api::default_table>(z, ld, dy, ld, dx, ld, rows, cols, true, opts);
-}
-
-#if defined(SMAX_HAS_SPAN)
-inline void log_softmax(std::span<const float> x, std::span<float> y,
-                        softmax_options const& opts = {}) noexcept {
-  SMAX_ASSERT(x.size() == y.size());
-  log_softmax(x.data(), y.data(), x.size(), opts);
-}
-inline void log_softmax(std::span<const double> x, std::span<double> y,
-                        softmax_options const& opts = {}) noexcept {
-  SMAX_ASSERT(x.size() == y.size());
-  log_softmax(x.data(), y.data(), x.size(), opts);
-}
-#endif
+// log_softmax([algorithm,] x, y, n [, opts]), log_softmax_rows([algorithm,] x, y, rows, cols, ld
+// [, opts]): z = x/T - log sum exp(x/T), the same forms as softmax (the untagged call goes online
+// from 64 KiB rows, 16384 floats: its second pass takes no exp).
+// log_softmax_backward(z, dy, dx, n [, opts]), log_softmax_backward_rows(...): dx = (1/T)·(dy -
+// exp(z)·sum(dy)) for z = log_softmax(x); at a masked entry (z = -inf) dx = dy/T, as PyTorch.
+SMAX_FAMILY(log_softmax, api::log_softmax_family, api::header_only)
 
 SMAX_END_NAMESPACE

@@ -35,7 +35,7 @@
 #include <array>
 #include <cstddef>
 
-#include "algorithm.hpp"
+#include "api/entry.hpp"
 #include "kernels/multimax.hpp"
 
 namespace smax {
@@ -45,6 +45,8 @@ struct multimax_options {
   // Must be finite.
   std::array<double, 4> t{};
   std::array<double, 4> r{};
+  // A row whose entries are all -inf gives NaN by default; with this set it gives 0.
+  bool zero_masked_rows = false;
 };
 
 // Gradients of <dy, y> with respect to the parameters (spec §10(4)), filled by
@@ -64,55 +66,50 @@ template <class T>
 inline kernels::multimax_parameters<T> multimax_parameters_of(multimax_options const& opts) noexcept {
   kernels::multimax_parameters<T> p{};
   for (int k = 0; k < 4; ++k) {
-    SMAX_ASSERT(__builtin_isfinite(opts.t[k]) && __builtin_isfinite(opts.r[k]) &&
-                "multimax_options: every t and r must be finite");
     p.t[k] = static_cast<T>(opts.t[k]);
     p.r[k] = static_cast<T>(opts.r[k]);
   }
   return p;
 }
 
-// The backward pass on one instruction set's table (the header-only and runtime forms).
-template <class Table, class T>
-inline void multimax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
-                              std::size_t cols, std::size_t ld, multimax_options const& opts,
-                              multimax_param_grads* param_grads) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  double grads[8] = {};
-  if (rows != 0 && cols != 0)
-    Table::backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, multimax_parameters_of<T>(opts),
-                    param_grads ? grads : nullptr);
-  if (param_grads)
-    for (int k = 0; k < 4; ++k) {
-      param_grads->dt[k] = grads[k];
-      param_grads->dr[k] = grads[4 + k];
-    }
-}
+struct multimax_family {
+  using options = multimax_options;
+  using grads = multimax_param_grads;
+  static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
+  static constexpr bool has_algorithms = false;
+  static constexpr bool masks_rows = true;
+
+  static void check(options const& opts) noexcept {
+    for (int k = 0; k < 4; ++k)
+      SMAX_ASSERT(__builtin_isfinite(opts.t[k]) && __builtin_isfinite(opts.r[k]) &&
+                  "multimax_options: every t and r must be finite");
+    (void)opts;
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                         std::size_t rows, std::size_t cols, options const& opts,
+                                         algorithm_choice) noexcept {
+    kernels::multimax_table<A>::forward(x, ldx, y, ldy, rows, cols, multimax_parameters_of<T>(opts));
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void backward(A, const T* x, std::size_t ldx, const T* y,
+                                          std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                          std::size_t lddx, std::size_t rows, std::size_t cols,
+                                          options const& opts, grads* g) noexcept {
+    double sums[8] = {};
+    kernels::multimax_table<A>::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
+                                         multimax_parameters_of<T>(opts), g ? sums : nullptr);
+    if (g)
+      for (int k = 0; k < 4; ++k) {
+        g->dt[k] = sums[k];
+        g->dr[k] = sums[4 + k];
+      }
+  }
+};
 
 }  // namespace api
 
-// MultiMax of one row of n elements.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax(const T* x, T* y, std::size_t n, multimax_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || n == 0);
-  if (n == 0) return;
-  kernels::multimax_table<xsimd::default_arch>::forward(x, n, y, n, 1, n,
-                                                         api::multimax_parameters_of<T>(opts));
-}
-
-// MultiMax of each row of a row-major rows × cols matrix whose rows start ld elements apart
-// (ld >= cols), for x and y alike.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
-                          multimax_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  if (rows == 0 || cols == 0) return;
-  kernels::multimax_table<xsimd::default_arch>::forward(x, ld, y, ld, rows, cols,
-                                                         api::multimax_parameters_of<T>(opts));
-}
-
+// multimax(x, y, n [, opts]), multimax_rows(x, y, rows, cols, ld [, opts]).
 // Backward pass for y = multimax(x) (spec §10(4)): with gz = y ⊙ (dy - <dy, y>),
 //   dx = gz ⊙ σ'(x),  σ'(x) = 1 - t0·[x < r0] + t1·[x > r1] - 2t2·relu(r2 - x) + 2t3·relu(x - r3)
 // (strict inequalities: relu'(0) = 0). Masked entries (x = -inf) get 0; a NaN row (y NaN) gives
@@ -125,22 +122,7 @@ inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, 
 // |t1|·[x_i > r1] + 2|t2|·relu(r2 - x_i) + 2|t3|·relu(x_i - r3) (the magnitude of σ'(x_i)'s
 // terms); each parameter gradient within 24ε·Σ_i y_i·(|dy_i| + D)·|its factor at x_i| (the
 // factor of gz in its sum, times |t_k| or 2|t_k| for dr_k). x, y, dy and dx may be the same
-// array; the *_rows form reads and writes each with ld.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
-                                   std::size_t cols, std::size_t ld,
-                                   multimax_options const& opts = {},
-                                   multimax_param_grads* param_grads = nullptr) noexcept {
-  api::multimax_backward<kernels::multimax_table<xsimd::default_arch>>(x, y, dy, dx, rows, cols, ld,
-                                                                      opts, param_grads);
-}
-
-// One row of n elements: multimax_backward_rows with one row.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
-                              multimax_options const& opts = {},
-                              multimax_param_grads* param_grads = nullptr) noexcept {
-  multimax_backward_rows(x, y, dy, dx, 1, n, n, opts, param_grads);
-}
+// array; the _rows form reads and writes each with ld.
+SMAX_FAMILY(multimax, api::multimax_family, api::header_only)
 
 SMAX_END_NAMESPACE

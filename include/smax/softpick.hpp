@@ -23,7 +23,7 @@
 
 #include <cstddef>
 
-#include "algorithm.hpp"
+#include "api/entry.hpp"
 #include "kernels/softpick.hpp"
 
 namespace smax {
@@ -32,6 +32,8 @@ struct softpick_options {
   // The denominator's eps (added after the e^-m rescaling, as the reference code does). 1e-8 is
   // the naive reference's default; the Triton kernel uses 1e-6. Must be finite and >= 0.
   double eps = 1e-8;
+  // A row whose entries are all -inf gives NaN by default; with this set it gives 0.
+  bool zero_masked_rows = false;
 };
 
 }  // namespace smax
@@ -39,67 +41,39 @@ struct softpick_options {
 SMAX_BEGIN_NAMESPACE
 namespace api {
 
-using softpick_default_table = kernels::softpick_table<xsimd::default_arch>;
+struct softpick_family {
+  using options = softpick_options;
+  using grads = no_param_grads;
+  static constexpr backward_shape backward_form = backward_shape::from_input;
+  static constexpr bool has_algorithms = false;
+  static constexpr bool masks_rows = true;
 
-inline void check_options(softpick_options const& opts) noexcept {
-  SMAX_ASSERT(opts.eps >= 0.0 && opts.eps < __builtin_huge_val() &&
-              "softpick_options::eps must be finite and >= 0");
-  (void)opts;
-}
+  static void check(options const& opts) noexcept {
+    SMAX_ASSERT(opts.eps >= 0.0 && opts.eps < __builtin_huge_val() &&
+                "softpick_options::eps must be finite and >= 0");
+    (void)opts;
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                         std::size_t rows, std::size_t cols, options const& opts,
+                                         algorithm_choice) noexcept {
+    kernels::softpick_table<A>::forward(x, ldx, y, ldy, rows, cols, opts.eps,
+                                        kernels::softpick_algorithm::automatic);
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void backward(A, const T* x, std::size_t ldx, const T* y,
+                                          std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                          std::size_t lddx, std::size_t rows, std::size_t cols,
+                                          options const& opts, grads*) noexcept {
+    kernels::softpick_table<A>::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, opts.eps);
+  }
+};
 
 }  // namespace api
 
-// Softpick of one row of n elements: three passes while the row fits in cache (<= 1 MiB), two
-// (blocked online sum, then normalise) beyond.
-template <class T, detail::if_real_t<T> = 0>
-inline void softpick(const T* x, T* y, std::size_t n, softpick_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || n == 0);
-  api::check_options(opts);
-  if (n == 0) return;
-  api::softpick_default_table::forward(x, n, y, n, 1, n, opts.eps,
-                                       kernels::softpick_algorithm::automatic);
-}
-
-// Softpick of each row of a row-major rows × cols matrix whose rows start ld elements apart
-// (ld >= cols), for x and y alike.
-template <class T, detail::if_real_t<T> = 0>
-inline void softpick_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
-                          softpick_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  api::check_options(opts);
-  if (rows == 0 || cols == 0) return;
-  api::softpick_default_table::forward(x, ld, y, ld, rows, cols, opts.eps,
-                                       kernels::softpick_algorithm::automatic);
-}
-
-// Backward pass (spec §7(4)), given x and y = softpick(x, opts): with S' = sum |a_j| + eps and
-// c = <dy, y>, dx_k = e^(x_k - m)/S'·([x_k > 0]·dy_k - sgn(x_k)·c), and at the first maximum
-// k* also -c·eps/S' (the eps·e^m term through m). Masked entries and x_k = 0 get 0 (PyTorch's
-// relu'(0) = |·|'(0) = 0); a row with m <= 0 gives 0; a NaN row (E4-E6) gives NaN. S' is
-// recomputed from x (one expm1 and one exp pass), y enters only through c. Accuracy (checked
-// against the long-double VJP on rows of 10^5): |error| <= 8·r·e^(x_k - m)/S'·(|dy_k| + |c| +
-// sum_j |dy_j·y_j|) with r = 1e-6 (float) / 1e-14 (double), and within 2e-6 (1e-11) of central
-// finite differences of the reference on short rows. Any of x, y, dy, dx may be the same array.
-template <class T, detail::if_real_t<T> = 0>
-inline void softpick_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
-                              softpick_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || n == 0);
-  api::check_options(opts);
-  if (n == 0) return;
-  api::softpick_default_table::backward(x, n, y, n, dy, n, dx, n, 1, n, opts.eps);
-}
-
-template <class T, detail::if_real_t<T> = 0>
-inline void softpick_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
-                                   std::size_t cols, std::size_t ld,
-                                   softpick_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 ||
-              cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  api::check_options(opts);
-  if (rows == 0 || cols == 0) return;
-  api::softpick_default_table::backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts.eps);
-}
+// softpick(x, y, n [, opts]), softpick_rows(x, y, rows, cols, ld [, opts]);
+// softpick_backward(x, y, dy, dx, n [, opts]), softpick_backward_rows(x, y, dy, dx, rows, cols,
+// ld [, opts]): the gradient of <dy, y> for y = softpick(x), from x and y.
+SMAX_FAMILY(softpick, api::softpick_family, api::header_only)
 
 SMAX_END_NAMESPACE

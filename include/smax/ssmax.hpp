@@ -19,10 +19,10 @@
 #include <cmath>
 #include <cstddef>
 
-#include "detail/api.hpp"
+#include "api/entry.hpp"
 #include "kernels/ssmax.hpp"
 
-SMAX_BEGIN_NAMESPACE
+namespace smax {
 
 // λ = s·ln(n) + bias. s is learned per layer and head; 0.43 is the paper's Figure 1 value (and
 // the unofficial reference code's default). n = 0 uses the row length; under causal masking pass
@@ -40,76 +40,57 @@ struct ssmax_param_grads {
   double bias = 0.0;
 };
 
+}  // namespace smax
+
+SMAX_BEGIN_NAMESPACE
 namespace api {
-using ssmax_table = kernels::ssmax_table<xsimd::default_arch>;
 
-inline double ssmax_n(ssmax_options const& opts, std::size_t cols) noexcept {
-  return static_cast<double>(opts.n ? opts.n : cols);
-}
-// λ = s·log n + bias in T. float: log n inline (primitives::log_of_sum, within 2^-32 relative,
-// far inside λ's rounding to float; a libm call was 5 % of a 64-element row), double: std::log.
-template <class T>
-inline T ssmax_lambda(ssmax_options const& opts, std::size_t cols) noexcept {
-  const double n = ssmax_n(opts, cols);
-  const double log_n = sizeof(T) == 4 ? primitives::log_of_sum<xsimd::default_arch>(n) : std::log(n);
-  return static_cast<T>(opts.s * log_n + opts.bias);
-}
+struct ssmax_family {
+  using options = ssmax_options;
+  using grads = ssmax_param_grads;
+  static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
+  static constexpr bool has_algorithms = false;
+  static constexpr bool masks_rows = false;  // the softmax core handles zero_masked_rows
 
-template <class Table = ssmax_table, class T>
-inline void ssmax(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                  std::size_t cols, ssmax_options const& opts) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
-  if (rows == 0 || cols == 0) return;
-  Table::forward(x, ldx, y, ldy, rows, cols, ssmax_lambda<T>(opts, cols),
-                       opts.zero_masked_rows ? kernels::flag_zero_masked_rows : 0u);
-}
-
-template <class Table = ssmax_table, class T>
-inline void ssmax_backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy, const T* dy,
-                           std::size_t lddy, T* dx, std::size_t lddx, std::size_t rows,
-                           std::size_t cols, ssmax_options const& opts,
-                           ssmax_param_grads* grads) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
-  if (rows == 0 || cols == 0) return;
-  double dlambda = 0;
-  Table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
-                        ssmax_lambda<T>(opts, cols), grads ? &dlambda : nullptr);
-  if (grads) {
-    grads->s = std::log(ssmax_n(opts, cols)) * dlambda;
-    grads->bias = dlambda;
+  static double keys(options const& opts, std::size_t cols) noexcept {
+    return static_cast<double>(opts.n ? opts.n : cols);
   }
-}
+  static void check(options const&) noexcept {}
+
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                         std::size_t rows, std::size_t cols, options const& opts,
+                                         algorithm_choice) noexcept {
+    using table = kernels::ssmax_table<A>;
+    const T lambda = table::lambda(opts.s, opts.bias, keys(opts, cols), static_cast<T*>(nullptr));
+    table::forward(x, ldx, y, ldy, rows, cols, lambda,
+                   opts.zero_masked_rows ? kernels::flag_zero_masked_rows : 0u);
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void backward(A, const T* x, std::size_t ldx, const T* y,
+                                          std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                          std::size_t lddx, std::size_t rows, std::size_t cols,
+                                          options const& opts, grads* g) noexcept {
+    using table = kernels::ssmax_table<A>;
+    const double n = keys(opts, cols);
+    const T lambda = table::lambda(opts.s, opts.bias, n, static_cast<T*>(nullptr));
+    double dlambda = 0;
+    table::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, lambda, g ? &dlambda : nullptr);
+    if (g) {
+      g->s = std::log(n) * dlambda;
+      g->bias = dlambda;
+    }
+  }
+};
+
 }  // namespace api
 
-// SSMax of one row of n elements.
-template <class T, detail::if_real_t<T> = 0>
-inline void ssmax(const T* x, T* y, std::size_t n, ssmax_options const& opts = {}) noexcept {
-  api::ssmax(x, n, y, n, 1, n, opts);
-}
-
-// SSMax of each row of a row-major rows × cols matrix whose rows start ld elements apart; every
-// row uses the same λ (opts.n, or cols).
-template <class T, detail::if_real_t<T> = 0>
-inline void ssmax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
-                       ssmax_options const& opts = {}) noexcept {
-  api::ssmax(x, ld, y, ld, rows, cols, opts);
-}
-
-// Backward pass (spec §8(4)): dx = λ·y ⊙ (dy - <dy, y>). With grads, also
-// dλ = sum over unmasked i of x_i·y_i·(dy_i - <dy, y>) (over all rows for the _rows form), and
-// sets grads->s = ln(n)·dλ, grads->bias = dλ. x is read only for the parameter gradients. dx may be dy.
-template <class T, detail::if_real_t<T> = 0>
-inline void ssmax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
-                           ssmax_options const& opts = {}, ssmax_param_grads* grads = nullptr) noexcept {
-  api::ssmax_backward(x, n, y, n, dy, n, dx, n, 1, n, opts, grads);
-}
-
-template <class T, detail::if_real_t<T> = 0>
-inline void ssmax_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
-                                std::size_t cols, std::size_t ld, ssmax_options const& opts = {},
-                                ssmax_param_grads* grads = nullptr) noexcept {
-  api::ssmax_backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, grads);
-}
+// ssmax(x, y, n [, opts]), ssmax_rows(x, y, rows, cols, ld [, opts]): y = softmax(λ·x); every row
+// of a _rows call uses the same λ (opts.n, or cols).
+// ssmax_backward(x, y, dy, dx, n [, opts [, grads]]), ssmax_backward_rows(...): dx = λ·y ⊙ (dy -
+// <dy, y>). With grads, also dλ = sum over unmasked i of x_i·y_i·(dy_i - <dy, y>) (over all rows
+// for the _rows form), and sets grads->s = ln(n)·dλ, grads->bias = dλ. x is read only for the
+// parameter gradients. dx may be dy.
+SMAX_FAMILY(ssmax, api::ssmax_family, api::header_only)
 
 SMAX_END_NAMESPACE

@@ -1,7 +1,8 @@
 #pragma once
-// The kernels of the softmax family (softmax, log-softmax, online state) for one instruction set A, as plain functions on raw
-// pointers. The header-only API calls table<xsimd::default_arch>; runtime dispatch compiles
-// table<A> once per instruction set in its own translation unit (cmake/SmaxDispatch.cmake) and
+// The kernels of the softmax family (softmax, log-softmax, online state) for one instruction set
+// A, as plain functions on raw pointers. The header-only API calls
+// softmax_table<xsimd::default_arch>; runtime dispatch compiles softmax_table<A> once per
+// instruction set in its own translation unit (cmake/SmaxDispatch.cmake) and
 // declares those instantiations extern here, so no other translation unit instantiates them.
 //
 // Members are defined out of class and not inline: an inline definition would bypass the
@@ -39,7 +40,7 @@ constexpr std::size_t three_pass_max_bytes = std::size_t(4) << 20;
 constexpr std::size_t log_three_pass_max_bytes = std::size_t(64) << 10;
 
 template <class A>
-struct table {
+struct softmax_table {
   static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                       std::size_t rows, std::size_t cols, float temperature, unsigned flags,
                       algorithm_id algorithm) noexcept;
@@ -274,77 +275,77 @@ inline void exp_minus_shift(const T* x, T* y, std::size_t n, T max, T temperatur
 }  // namespace detail
 
 template <class A>
-void table<A>::exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept {
+void softmax_table<A>::exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept {
   detail::exp_minus_shift<A>(x, y, n, max, temperature);
 }
 template <class A>
-void table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
+void softmax_table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
                                double temperature) noexcept {
   detail::exp_minus_shift<A>(x, y, n, max, temperature);
 }
 template <class A>
-void table<A>::log_of_sum(const double* s, double* y, std::size_t n) noexcept {
+void softmax_table<A>::log_of_sum(const double* s, double* y, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = primitives::log_of_sum<A>(s[i]);
 }
 template <class A>
-void table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
+void softmax_table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
                              primitives::difference_error form) noexcept {
   detail::exp_minus_max<A>(x, y, n, max, form);
 }
 template <class A>
-void table<A>::exp_minus_max(const double* x, double* y, std::size_t n, double max,
+void softmax_table<A>::exp_minus_max(const double* x, double* y, std::size_t n, double max,
                              primitives::difference_error form) noexcept {
   detail::exp_minus_max<A>(x, y, n, max, form);
 }
 template <class A>
-void table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
+void softmax_table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
   detail::exp_nonpositive<A>(x, y, n);
 }
 template <class A>
-void table<A>::exp_nonpositive(const double* x, double* y, std::size_t n) noexcept {
+void softmax_table<A>::exp_nonpositive(const double* x, double* y, std::size_t n) noexcept {
   detail::exp_nonpositive<A>(x, y, n);
 }
 template <class A>
-void table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
+void softmax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                        std::size_t rows, std::size_t cols, float temperature, unsigned flags,
                        algorithm_id algorithm) noexcept {
   detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
 }
 template <class A>
-void table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
+void softmax_table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
                        std::size_t rows, std::size_t cols, double temperature, unsigned flags,
                        algorithm_id algorithm) noexcept {
   detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
 }
 template <class A>
-void table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
+void softmax_table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
                         float* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
                         float temperature, unsigned flags) noexcept {
   detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
 }
 template <class A>
-void table<A>::backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
+void softmax_table<A>::backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
                         double* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
                         double temperature, unsigned flags) noexcept {
   detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
 }
 template <class A>
-void table<A>::online_reduce(const float* x, std::size_t n, float temperature, float* max,
+void softmax_table<A>::online_reduce(const float* x, std::size_t n, float temperature, float* max,
                              double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
 template <class A>
-void table<A>::online_reduce(const double* x, std::size_t n, double temperature, double* max,
+void softmax_table<A>::online_reduce(const double* x, std::size_t n, double temperature, double* max,
                              double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
 template <class A>
-void table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
+void softmax_table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                 unsigned flags, float max, double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
 template <class A>
-void table<A>::online_normalize(const double* x, double* y, std::size_t n, double temperature,
+void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t n, double temperature,
                                 unsigned flags, double max, double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
@@ -353,4 +354,4 @@ void table<A>::online_normalize(const double* x, double* y, std::size_t n, doubl
 }  // namespace smax
 
 #include "../detail/dispatch_declarations.hpp"
-SMAX_DECLARE_DISPATCHED_TABLE(table)
+SMAX_DECLARE_DISPATCHED_TABLE(softmax_table)
