@@ -39,9 +39,9 @@
 // and algorithm choice. The kernels are the header-only ones (xsimd::default_arch); for runtime
 // dispatch use smax::runtime:: with data() and outerStride().
 //
-// ABI note (XSIMD.md §4): EIGEN_MAX_ALIGN_BYTES depends on the SIMD flags (16 without AVX, 32 with
-// -mavx2); do not pass Eigen objects between translation units built with different flags unless
-// the whole build pins EIGEN_MAX_ALIGN_BYTES.
+// ABI note: EIGEN_MAX_ALIGN_BYTES depends on the SIMD flags (16 without AVX, 32 with -mavx2); do
+// not pass Eigen objects between translation units built with different flags unless the whole
+// build pins EIGEN_MAX_ALIGN_BYTES (docs/dispatch.md).
 
 #include <cstddef>
 #include <cstdint>
@@ -343,8 +343,8 @@ inline void multimax_backward(X const& x, Y const& y, DY const& dy, DX& dx,
 // Softmax of each row of x into the same row of y:
 //   y(r, i) = exp(x(r, i)/T) / sum_j exp(x(r, j)/T),  T = opts.temperature,
 // computed as exp((x - m)/T)/sum with m the row maximum (nothing overflows), with the algorithm
-// best for the row length, exactly as smax::softmax_rows (softmax.hpp), whose accuracy bound
-// (float: relative error <= 1e-6 for outputs >= FLT_MIN; double: 1e-14) and edge-case policy hold.
+// best for the row length, exactly as smax::softmax_rows: the bound block of softmax.hpp (accuracy,
+// range, edge-case policy) holds.
 // Rows only: x and y are row-major with contiguous rows (any outer stride, each its own), never
 // copied; a column-major x or y does not compile -- pass .transpose() for the softmax over columns.
 // y has x's shape; y may be x itself (in place) but must not partially overlap it.
@@ -366,8 +366,8 @@ inline auto softmax(Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,
 // Log-softmax of each row of x into the same row of y:
 //   y(r, i) = x(r, i)/T - log sum_j exp(x(r, j)/T),
 // computed as (x - m)/T - log s with s = sum exp((x - m)/T) in [1, cols], exactly as
-// smax::log_softmax_rows (log_softmax.hpp), with its bound (float, T = 1: |error| <=
-// 2^-23·|y| + 2^-23·log s) and policy (masked entries give -inf). Same argument rules as softmax:
+// smax::log_softmax_rows, with the bound block of log_softmax.hpp (accuracy, range, policy:
+// masked entries give -inf). Same argument rules as softmax:
 // row-major, no copies, .transpose() for columns, y may be x but must not partially overlap it.
 template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
 inline void log_softmax(Eigen::DenseBase<X> const& x, Y&& y,
@@ -406,11 +406,10 @@ inline void log_softmax_backward(Eigen::DenseBase<Z> const& z, Eigen::DenseBase<
   eigen_detail::backward(z.derived(), dy.derived(), dx, true, opts);
 }
 
-// Softpick of each row of x into the same row of y (spec §7):
+// Softpick of each row of x into the same row of y (docs/softpick.md):
 //   y(r, i) = relu(e^x(r, i) - 1) / (sum_j |e^x(r, j) - 1| + eps·e^m),  m = the row maximum,
-// exactly as smax::softpick_rows (softpick.hpp), whose accuracy bound (float: relative error
-// <= 1e-6 for outputs >= FLT_MIN; double: 1e-14) and edge-case policy (masked -inf entries give 0,
-// a row with no positive entry gives zeros, NaN/+inf/all-masked rows give NaN) hold. Same argument
+// exactly as smax::softpick_rows: the bound block of softpick.hpp (accuracy, range, edge-case
+// policy: a row with no positive entry gives zeros) holds. Same argument
 // rules as softmax: row-major, no copies, .transpose() for columns, y may be x but must not
 // partially overlap it.
 template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
@@ -429,10 +428,9 @@ inline void softpick_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> 
 }
 
 // Sparsemax of each row of x into the same row of y: y(r, i) = max(x(r, i) - tau_r, 0) with
-// tau_r such that the row sums to 1, exactly as smax::sparsemax_rows (sparsemax.hpp), with its
-// bound (|error| <= 2^-22 float, 2^-50 double, absolute) and policy (masked entries give 0; all
-// masked, NaN or +inf rows give NaN). Same argument rules as softmax: row-major, no copies,
-// .transpose() for columns, y may be x but must not partially overlap it.
+// tau_r such that the row sums to 1, exactly as smax::sparsemax_rows, with the bound block of
+// sparsemax.hpp (accuracy, range, edge-case policy). Same argument rules as softmax: row-major,
+// no copies, .transpose() for columns, y may be x but must not partially overlap it.
 template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
 inline void sparsemax(Eigen::DenseBase<X> const& x, Y&& y) noexcept {
   eigen_detail::sparsemax_forward(x.derived(), y);

@@ -1,18 +1,22 @@
 #pragma once
 // sigmoid: y_i = σ(x_i) = 1/(1 + exp(-x_i)), and sigmoid attention: y_i = σ(x_i + b) with
-// b = -ln(seq_len) by default (spec §9; Ramapuram et al. 2024). Elementwise, not normalised.
+// b = -ln(seq_len) by default (Ramapuram et al. 2024). Elementwise, not normalised. See
+// docs/sigmoid.md.
 //
 // Evaluated as 1/(1 + e) for t >= 0 and e/(1 + e) for t < 0 with e = exp(-|t|): nothing
-// overflows for any |t|, and 1 - σ(t) is never formed by subtraction.
+// overflows for any |t|, and 1 - σ(t) is never formed by subtraction. x + b is carried exactly
+// into the exponential, so large |x + b| costs nothing.
 //
-// Accuracy (float and double, every instruction set, checked by tests/sigmoid_test.cpp against
-// long double): <= 2 ulp (2.5 ulp on SSE2, which has no FMA) of σ(x + b) with x + b exact, for
-// every output >= FLT_MIN (DBL_MIN); smaller outputs (t < -87.3 for float) may be flushed to 0.
-// x + b is carried exactly into the exponential, so large |x + b| costs nothing.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: <= 2 ulp (2.5 ulp on SSE2, which has no FMA) of σ(x + b) with x + b exact, for
+//                  every output >= FLT_MIN (DBL_MIN); checked by tests/sigmoid_test.cpp against
+//                  long double on every instruction set.
+//   Valid range:   every x; smaller outputs (t < -87.3 for float) may be flushed to 0.
+//   Bad input:     elementwise, so no row rule of docs/edge_cases.md applies: -inf -> 0,
+//                  +inf -> 1, NaN -> NaN at that position only; n = 0 does nothing.
 //
-// Bad input (spec §9(3)): elementwise, so no row rule applies: -inf -> 0, +inf -> 1, NaN -> NaN
-// at that position only; n = 0 does nothing. x == y (in place) is allowed; otherwise x and y
-// must not overlap.
+// x == y (in place) is allowed; otherwise x and y must not overlap.
 
 #include <cmath>
 #include <cstddef>
@@ -24,7 +28,7 @@ SMAX_BEGIN_NAMESPACE
 
 // Options of sigmoid attention. The bias is b = -ln(seq_len), where seq_len is the configured
 // (maximum, training) sequence length: a constant of the model, not the number of keys a row
-// sees, so causal masking does not change it (spec §9(1)). seq_len = 0 takes the row length
+// sees, so causal masking does not change it (docs/sigmoid.md). seq_len = 0 takes the row length
 // (cols for the _rows forms). Setting `bias` to a finite value overrides the default.
 struct sigmoid_attention_options {
   std::size_t seq_len = 0;
@@ -71,7 +75,7 @@ inline void sigmoid_rows(const T* x, T* y, std::size_t rows, std::size_t cols,
   api::sigmoid(x, ld, y, ld, rows, cols, 0.0);
 }
 
-// Backward pass from the output: dx = dy·y·(1 - y) (spec §9(4); PyTorch's formula). 0 where y is
+// Backward pass from the output: dx = dy·y·(1 - y) (PyTorch's formula). 0 where y is
 // 0 or 1 (saturated). Within 2 ulp of dy·y·(1 - y) for the given y; any of y, dy, dx may be the
 // same array.
 template <class T, detail::if_real_t<T> = 0>
