@@ -54,7 +54,8 @@ inline double ssmax_n(ssmax_options const& opts, std::size_t cols) noexcept {
   return static_cast<double>(opts.n ? opts.n : cols);
 }
 // λ = s·log n + bias in T. float: log n inline (primitives::log_of_sum, within 2^-32 relative,
-// far inside λ's rounding to float; a libm call was 5 % of a 64-element row), double: std::log.
+// far inside λ's rounding to float; a libm call was a visible share of a short row), double:
+// std::log.
 template <class T>
 inline T ssmax_lambda(ssmax_options const& opts, std::size_t cols) noexcept {
   const double n = ssmax_n(opts, cols);
