@@ -124,10 +124,10 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 // next block is prefetched; a last pass scales each block by exp(σ_b - M·s)/sum. The separate max
 // pass over the whole row (from L2 or L3 once the row leaves L1) is saved, which made rows from
 // 32768 elements to 1M faster than both the plain three passes and the online normaliser (which
-// took rows beyond 1 MiB before). Each y is still one exp and one product, fl(exp(x·s -
-// σ_b))·fl(exp(σ_b - M·s)/S). Rows within L1 gain nothing (4096 elements were slightly slower), so
-// they keep the plain three passes. Returns false for the rows it does not take: other lengths, and
-// log-softmax rows (the online form, whose second pass has no exp, suits them).
+// took rows beyond 1 MiB before). Each y is still one exp and one product,
+// fl(exp(x·s - σ_b))·fl(exp(σ_b - M·s)/S). Rows within L1 gain nothing (4096 elements were
+// slightly slower), so they keep the plain three passes. Returns false for the rows it does not
+// take: other lengths, and log-softmax rows (the online form, whose second pass has no exp, suits them).
 constexpr std::size_t three_pass_max_blocks = 512;
 
 template <class A, class T, bool Scaled>
