@@ -36,7 +36,7 @@ function(smax_enable_dispatch target)
       set(flags "$<IF:${is_msvc},/arch:AVX2,-mavx2;-mfma>")
     elseif(arch STREQUAL "avx512bw")
       set(SMAX_DISPATCH_ARCH_TYPE "xsimd::avx512bw")
-      # xsimd's avx512f kernels use DQ intrinsics (XSIMD.md §1.6): enable the whole Skylake-X set.
+      # xsimd's avx512f kernels use DQ intrinsics (docs/dispatch.md): enable the Skylake-X set.
       set(flags "$<IF:${is_msvc},/arch:AVX512,-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx512vl;-mfma>")
       # GCC before 12.3 warns about its own AVX-512 headers (GCC PR 105593).
       if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 12.3)
