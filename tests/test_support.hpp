@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the tests: the instruction sets compiled into this binary as GoogleTest types, row
-// generators, and the comparison rule of spec §0.5.
+// generators, and the comparison rule of docs/accuracy.md.
 
 #include <gtest/gtest.h>
 
@@ -81,9 +81,10 @@ std::vector<T> random_row(std::size_t n, double spread, double offset, unsigned 
 template <class T>
 constexpr double softmax_rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
 
-// Spec §0.5: expected rounded to T; NaN matches NaN, infinities and exact zeros (masked entries)
-// match exactly; otherwise |got - expected| <= atol + rtol·|expected|. Outputs below the smallest
-// normal number may be flushed (E8), hence atol = that number for probabilities.
+// The comparison rule (docs/accuracy.md): expected rounded to T; NaN matches NaN, infinities and
+// exact zeros (masked entries) match exactly; otherwise |got - expected| <= atol + rtol·|expected|.
+// Outputs below the smallest normal number may be flushed (E8, docs/edge_cases.md), hence atol =
+// that number for probabilities.
 // exact_zeros: an expected 0 must be exactly 0 (masked probabilities); off for the log domain,
 // where 0 is an ordinary value.
 template <class T>

@@ -39,9 +39,9 @@
 // and algorithm choice. The kernels are the header-only ones (xsimd::default_arch); for runtime
 // dispatch use smax::runtime:: with data() and outerStride().
 //
-// ABI note (XSIMD.md §4): EIGEN_MAX_ALIGN_BYTES depends on the SIMD flags (16 without AVX, 32 with
-// -mavx2); do not pass Eigen objects between translation units built with different flags unless
-// the whole build pins EIGEN_MAX_ALIGN_BYTES.
+// ABI note: EIGEN_MAX_ALIGN_BYTES depends on the SIMD flags (16 without AVX, 32 with -mavx2); do
+// not pass Eigen objects between translation units built with different flags unless the whole
+// build pins EIGEN_MAX_ALIGN_BYTES (docs/dispatch.md).
 
 #include <cstddef>
 #include <cstdint>

@@ -1,34 +1,37 @@
 #pragma once
-// MultiMax (Zhou, Fritz & Keuper, ICML 2024; spec §10): softmax of a learnable piecewise-
-// quadratic modulation of the scores,
+// MultiMax (Zhou, Fritz & Keuper, ICML 2024): softmax of a learnable piecewise-quadratic
+// modulation of the scores,
 //
 //   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²
 //   y_i  = exp(σ(x_i) - m) / Σ_j exp(σ(x_j) - m),   m = max_j σ(x_j)
 //
 // (the second-order form the reference code ships, 4 + 4 parameters; t_k = r_k = 0 is plain
-// softmax). The maximum is taken over σ(x), not x: σ need not be monotone (t0 > 1 reverses the
-// order below r0, t2 > 0 makes σ grow again as x -> -inf). When σ is nondecreasing (t2 <= 0 <=
-// t3, 1 - t0 >= 0, 1 + t1 >= 0, 1 - t0 + t1 >= 0, spec §10(5)) the maximum is σ(max x) and the
-// max pass costs what softmax's does; otherwise it evaluates σ. σ is recomputed in the exp pass
-// (no temporary), and the rounding error of σ(x) - shift is carried into the exponential
-// exactly, as in softmax.
+// softmax). See docs/multimax.md and docs/edge_cases.md. The maximum is taken over σ(x), not x:
+// σ need not be monotone (t0 > 1 reverses the order below r0, t2 > 0 makes σ grow again as
+// x -> -inf). When σ is nondecreasing (t2 <= 0 <= t3, 1 - t0 >= 0, 1 + t1 >= 0,
+// 1 - t0 + t1 >= 0) the maximum is σ(max x) and the max pass costs what softmax's does;
+// otherwise it evaluates σ. σ is recomputed in the exp pass (no temporary), and the rounding
+// error of σ(x) - shift is carried into the exponential exactly, as in softmax.
 //
-// Accuracy, checked by tests/multimax_test.cpp against a long-double reference on every
-// instruction set. float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
-// >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)², R = max|r_k|,
-// bounds the rounding of σ in float (its error is at most 16u·W, u = 2^-24) and the maximum runs
-// over the unmasked entries. With all t = 0, σ(x) = x exactly and the result is
-// smax::softmax(smax::three_pass, ...)'s bit for bit (relative error <= 1e-6). double: the same
-// with 1e-14 + 2^-49·(W_i + max_j W_j). The parameters are rounded to the element type first
-// (the float kernels compute with float parameters): the bound is against that σ.
-//
-// Bad input (spec §0.2): n = 0 does nothing. -inf entries are masked after the modulation
-// (never σ(-inf)): output exactly 0, excluded from every reduction. A row of only -inf, any NaN
-// or +inf gives a NaN row (there is no zero-row mode). Large finite x are exact while σ stays
-// finite (with all t = 0, [3e38, -3e38, 1e38] -> [1, 0, 0]); the quadratic terms overflow for
-// |x - r| beyond about 1e19 (float), where the result is unspecified (a NaN row or the limit).
-// Parameters that are not finite are a precondition violation (asserted in debug builds) and
-// give a NaN row.
+// Bound block
+//   Types:         float, double. The parameters are rounded to the element type first (the
+//                  float kernels compute with float parameters): the bound is against that σ.
+//   Maximum error: float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
+//                  >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)²,
+//                  R = max|r_k|, bounds the rounding of σ in float (its error is at most 16u·W,
+//                  u = 2^-24) and the maximum runs over the unmasked entries. With all t = 0,
+//                  σ(x) = x exactly and the result is smax::softmax(smax::three_pass, ...)'s bit
+//                  for bit (relative error <= 1e-6). double: 1e-14 + 2^-49·(W_i + max_j W_j).
+//                  Checked by tests/multimax_test.cpp against a long-double reference on every
+//                  instruction set.
+//   Valid range:   finite x while σ stays finite (with all t = 0, [3e38, -3e38, 1e38] ->
+//                  [1, 0, 0]); the quadratic terms overflow for |x - r| beyond about 1e19
+//                  (float), where the result is unspecified (a NaN row or the limit).
+//   Bad input:     n = 0 does nothing. -inf entries are masked after the modulation (never
+//                  σ(-inf)): output exactly 0, excluded from every reduction. A row of only -inf,
+//                  any NaN or +inf gives a NaN row (there is no zero-row mode). Parameters that
+//                  are not finite are a precondition violation (asserted in debug builds) and
+//                  give a NaN row.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 
@@ -49,7 +52,7 @@ struct multimax_options {
   bool zero_masked_rows = false;
 };
 
-// Gradients of <dy, y> with respect to the parameters (spec §10(4)), filled by
+// Gradients of <dy, y> with respect to the parameters (docs/multimax.md), filled by
 // multimax_backward when asked for: dt[k] = ∂/∂t_k, dr[k] = ∂/∂r_k. The *_rows form stores the
 // sum over all its rows (the parameters are shared by the rows); either form overwrites.
 struct multimax_param_grads {
@@ -110,7 +113,7 @@ struct multimax_family {
 }  // namespace api
 
 // multimax(x, y, n [, opts]), multimax_rows(x, y, rows, cols, ld [, opts]).
-// Backward pass for y = multimax(x) (spec §10(4)): with gz = y ⊙ (dy - <dy, y>),
+// Backward pass for y = multimax(x) (docs/multimax.md): with gz = y ⊙ (dy - <dy, y>),
 //   dx = gz ⊙ σ'(x),  σ'(x) = 1 - t0·[x < r0] + t1·[x > r1] - 2t2·relu(r2 - x) + 2t3·relu(x - r3)
 // (strict inequalities: relu'(0) = 0). Masked entries (x = -inf) get 0; a NaN row (y NaN) gives
 // NaN. With param_grads, also

@@ -1,6 +1,6 @@
 #pragma once
-// The online normaliser's state, public (spec §4): stream a row in chunks, or reduce parts of a
-// row on several threads, merge the states in any order, then normalise each chunk.
+// The online normaliser's state, public: stream a row in chunks, or reduce parts of a row on
+// several threads, merge the states in any order, then normalise each chunk (docs/softmax.md).
 //
 //   smax::online_state<float> s;                       // identity: (-inf, 0)
 //   for (chunk c) s = smax::merge(s, smax::online_reduce(c.x, c.n));
@@ -8,7 +8,7 @@
 //
 // The result equals softmax of the concatenated row within softmax's bound; merge is associative
 // and commutative up to rounding. A chunk holding NaN or +inf gives a NaN state (max = NaN), which
-// every merge keeps and which normalises to a NaN row (E5/E6).
+// every merge keeps and which normalises to a NaN row (docs/edge_cases.md).
 
 #include <cmath>
 #include <cstddef>

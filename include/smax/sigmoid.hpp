@@ -1,18 +1,22 @@
 #pragma once
 // sigmoid: y_i = σ(x_i) = 1/(1 + exp(-x_i)), and sigmoid attention: y_i = σ(x_i + b) with
-// b = -ln(seq_len) by default (spec §9; Ramapuram et al. 2024). Elementwise, not normalised.
+// b = -ln(seq_len) by default (Ramapuram et al. 2024). Elementwise, not normalised. See
+// docs/sigmoid.md.
 //
 // Evaluated as 1/(1 + e) for t >= 0 and e/(1 + e) for t < 0 with e = exp(-|t|): nothing
-// overflows for any |t|, and 1 - σ(t) is never formed by subtraction.
+// overflows for any |t|, and 1 - σ(t) is never formed by subtraction. x + b is carried exactly
+// into the exponential, so large |x + b| costs nothing.
 //
-// Accuracy (float and double, every instruction set, checked by tests/sigmoid_test.cpp against
-// long double): <= 2 ulp (2.5 ulp on SSE2, which has no FMA) of σ(x + b) with x + b exact, for
-// every output >= FLT_MIN (DBL_MIN); smaller outputs (t < -87.3 for float) may be flushed to 0.
-// x + b is carried exactly into the exponential, so large |x + b| costs nothing.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: <= 2 ulp (2.5 ulp on SSE2, which has no FMA) of σ(x + b) with x + b exact, for
+//                  every output >= FLT_MIN (DBL_MIN); checked by tests/sigmoid_test.cpp against
+//                  long double on every instruction set.
+//   Valid range:   every x; smaller outputs (t < -87.3 for float) may be flushed to 0.
+//   Bad input:     elementwise, so no row rule of docs/edge_cases.md applies: -inf -> 0,
+//                  +inf -> 1, NaN -> NaN at that position only; n = 0 does nothing.
 //
-// Bad input (spec §9(3)): elementwise, so no row rule applies: -inf -> 0, +inf -> 1, NaN -> NaN
-// at that position only; n = 0 does nothing. x == y (in place) is allowed; otherwise x and y
-// must not overlap.
+// x == y (in place) is allowed; otherwise x and y must not overlap.
 
 #include <cmath>
 #include <cstddef>

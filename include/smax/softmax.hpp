@@ -1,20 +1,26 @@
 #pragma once
-// softmax: y_i = exp(x_i/T) / sum_j exp(x_j/T)  (spec §1, §3-§5).
+// softmax: y_i = exp(x_i/T) / sum_j exp(x_j/T), with a temperature T > 0 (default 1).
+// See docs/softmax.md (definition, the three algorithms, the stable form) and
+// docs/edge_cases.md (the bad-input contract).
 //
 // Evaluated as exp((x_i - m)/T) / sum with m the row maximum, so nothing overflows (the largest
 // term is exactly 1), with the rounding error of x_i - m carried into the exponential and the sum
 // accumulated in blocks folded into double.
 //
-// Accuracy (float, T = 1, every algorithm and instruction set, checked by tests/softmax_test.cpp
-// against a long-double reference): relative error <= 1e-6 for every output >= FLT_MIN, for
-// rows of any length up to 10^6 and spreads of 20 and 200 (offsets ±1000); the sum of a
-// 16M-element row is within 1e-5 of 1. With T != 1 the rounding of 1/T and of (x - m)·(1/T)
-// adds up to |x - m|/T·2^-22. double: relative error <= 1e-14.
-//
-// Bad input (spec §0.2): n = 0 does nothing. -inf entries are masked: output 0, excluded from
-// every reduction. A row of only -inf gives NaN (or 0 with zero_masked_rows). Any NaN or +inf
-// gives a NaN row. Finite values up to ±FLT_MAX give the exact result ([3e38, -3e38, 1e38] ->
-// [1, 0, 0]). Outputs below FLT_MIN may be flushed to 0.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: float, T = 1: relative error <= 1e-6 for every output >= FLT_MIN, every
+//                  algorithm and instruction set (tests/softmax_test.cpp, against a long-double
+//                  reference); the sum of a 16M-element row is within 1e-5 of 1. T != 1 adds up
+//                  to |x - m|/T·2^-22 (the rounding of 1/T and of (x - m)·(1/T)).
+//                  double: relative error <= 1e-14.
+//   Valid range:   any finite input up to ±FLT_MAX, rows of any length (tested up to 10^6, with
+//                  spreads of 20 and 200 at offsets ±1000): [3e38, -3e38, 1e38] -> [1, 0, 0].
+//                  Outputs below FLT_MIN may be flushed to 0.
+//   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, excluded from every
+//                  reduction. A row of only -inf gives NaN (or 0 with zero_masked_rows). Any NaN
+//                  or +inf gives a NaN row. A temperature that is not finite and > 0 is a
+//                  precondition violation (asserted in debug builds) and gives a NaN row.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 

@@ -1,23 +1,28 @@
 #pragma once
-// softpick: y_i = relu(e^x_i - 1) / (sum_j |e^x_j - 1| + eps·e^m)  (spec §7; Zuhri et al.,
+// softpick: y_i = relu(e^x_i - 1) / (sum_j |e^x_j - 1| + eps·e^m)  (Zuhri et al.,
 // zaydzuhri/softpick-attention), m = max_j x_j; the code's form
 // relu(e^(x_i - m) - e^-m) / (sum_j |e^(x_j - m) - e^-m| + eps), eps added after the rescaling.
+// See docs/softpick.md and docs/edge_cases.md.
 //
-// Evaluated in the expm1 form of spec §7(2), never as e^(x - m) - e^-m (which cancels for |x| << 1
-// and loses ~3 digits in float): each term is 2^-K·expm1(x) from one range reduction of x, with
-// K ~ m·log2 e chosen per row, so nothing overflows and the terms keep their relative accuracy on
-// both sides of 0 (kernels/softpick.hpp). Rows with m > 80 (600 for double) use the spec's form
-// e^(x-m)·(-expm1(-x)) / expm1(x)·e^-m. Sums are blocked and folded into double.
+// Evaluated without the cancellation of e^(x - m) - e^-m (which loses ~3 digits in float for
+// |x| << 1): each term is 2^-K·expm1(x) from one range reduction of x, with K ~ m·log2 e chosen
+// per row, so nothing overflows and the terms keep their relative accuracy on both sides of 0
+// (kernels/softpick.hpp). Rows with m > 80 (600 for double) use the equivalent two-exponential
+// form e^(x-m)·(-expm1(-x)) for x > 0, expm1(x)·e^-m for x <= 0. Sums are blocked and folded
+// into double.
 //
-// Accuracy (float, every algorithm and instruction set, checked by tests/softpick_test.cpp
-// against a long-double reference): relative error <= 1e-6 for every output >= FLT_MIN, for
-// rows of any length up to 10^6, near-zero inputs (|x| ~ 1e-6..1e-3) included. double: 1e-14.
-//
-// Bad input (spec §0.2, §7(3)): n = 0 does nothing. -inf entries are masked: output 0, excluded
-// from the sum (a finite x, even -FLT_MAX, is not a mask: it adds |expm1(x)|·e^-m ~ e^-m). A row
-// with no positive entry (m <= 0) gives all zeros, not NaN. A row of only -inf, or holding any
-// NaN or +inf, gives NaN. Finite values up to ±FLT_MAX give the exact result
-// ([3e38, -3e38, 1e38] -> [1 - eps, 0, 0]). Outputs below FLT_MIN may be flushed to 0.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: float: relative error <= 1e-6 for every output >= FLT_MIN, every algorithm
+//                  and instruction set (tests/softpick_test.cpp, against a long-double
+//                  reference), near-zero inputs (|x| ~ 1e-6..1e-3) included. double: 1e-14.
+//   Valid range:   any finite input up to ±FLT_MAX ([3e38, -3e38, 1e38] -> [1 - eps, 0, 0]); rows
+//                  of any length (tested up to 10^6). Outputs below FLT_MIN may be flushed to 0.
+//   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, excluded from the sum
+//                  (a finite x, even -FLT_MAX, is not a mask: it adds |expm1(x)|·e^-m ~ e^-m). A
+//                  row with no positive entry (m <= 0) gives all zeros, not NaN. A row of only
+//                  -inf, or holding any NaN or +inf, gives NaN. eps must be finite and >= 0
+//                  (asserted in debug builds).
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 

@@ -1,29 +1,33 @@
 #pragma once
 // sparsemax: y = argmin_{p in simplex} ||p - x||² = max(x - tau, 0), with tau such that
-// sum(y) = 1 (Martins & Astudillo 2016, spec §6). No parameters.
+// sum(y) = 1 (Martins & Astudillo 2016). No parameters. See docs/sparsemax.md and
+// docs/edge_cases.md.
 //
 // Evaluated on z = x - m (m the row maximum; tau - m lies in [-1, 0), so only entries within 1
 // of the maximum can be in the support). The threshold is exact, not iterated to a tolerance:
 // rows of at most 128 elements sort their candidates (entries within 1 of the maximum; more than
 // 32 of them go to Michelot's exact method instead); longer rows bound tau from below by a few
 // Michelot rounds on the max pass's lane maxima, compact the few entries above that bound in one
-// SIMD pass, and finish with Michelot's exact method on them (spec §6(1)). tau is accumulated in
-// double. Three passes over x (max, compaction, write); rows of 2 MiB or more fuse the first two
-// block by block, so x is read from memory twice. No transcendental functions.
+// SIMD pass, and finish with Michelot's exact method on them. tau is accumulated in double.
+// Three passes over x (max, compaction, write); rows of 2 MiB or more fuse the first two block
+// by block, so x is read from memory twice. No transcendental functions.
 //
-// Accuracy (checked by tests/sparsemax_test.cpp against a long-double sort-based reference on
-// every instruction set): |y_i - y*_i| <= 2^-22 (float) / 2^-50 (double), absolute, for every
-// row up to 10^6 elements. Outputs are exactly 0 off the support; an entry within that bound of
-// tau may fall on either side. support_size equals the number of nonzero outputs.
-//
-// Bad input (spec §0.2): n = 0 does nothing. -inf entries are masked: output 0, in no reduction
-// or support. A row of only -inf, or any NaN or +inf, gives a NaN row. Finite values up to
-// ±FLT_MAX give the exact result ([3e38, -3e38, 1e38] -> [1, 0, 0]). Ties share equally; an
-// entry exactly at the threshold gives 0 and is not in the support ([1, 0] -> [1, 0]).
-//
-// Memory: rows longer than 128 use a per-thread scratch buffer of max(1024, 2n + 64) doubles at
-// most (grown with realloc, kept until the thread exits). If it cannot be allocated, the row
-// becomes NaN. Nothing throws.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: |y_i - y*_i| <= 2^-22 (float) / 2^-50 (double), absolute, every algorithm and
+//                  instruction set (tests/sparsemax_test.cpp, against a long-double sort-based
+//                  reference). Outputs are exactly 0 off the support; an entry within that bound
+//                  of tau may fall on either side. support_size equals the number of nonzero
+//                  outputs.
+//   Valid range:   any finite input up to ±FLT_MAX ([3e38, -3e38, 1e38] -> [1, 0, 0]); rows of
+//                  any length (tested up to 10^6).
+//   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, in no reduction or
+//                  support. A row of only -inf, or any NaN or +inf, gives a NaN row. Ties share
+//                  equally; an entry exactly at the threshold gives 0 and is not in the support
+//                  ([1, 0] -> [1, 0]).
+//   Memory:        rows longer than 128 use a per-thread scratch buffer of max(1024, 2n + 64)
+//                  doubles at most (grown with realloc, kept until the thread exits). If it
+//                  cannot be allocated, the row becomes NaN. Nothing throws.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 
@@ -110,7 +114,7 @@ inline void sparsemax_loss_backward(const T* x, std::size_t n, std::size_t targe
 
 // sparsemax(x, y, n [, opts]), sparsemax_rows(x, y, rows, cols, ld [, opts]).
 // sparsemax_backward(y, dy, dx, n [, opts]), sparsemax_backward_rows(...): dx_i = s_i·(dy_i - mean_{j in S} dy_j) with s = [y > 0] and S the support
-// (spec §6(4)), from the forward output y. Masked and off-support entries get 0; sum(dx) = 0.
+// (docs/sparsemax.md), from the forward output y. Masked and off-support entries get 0; sum(dx) = 0.
 // A NaN in y (a NaN row) gives a NaN row. Any of y, dy, dx may be the same array.
 // Error: |dx_i - dx*_i| <= 2^-23·(|dy_i| + |mean| + mean_S |dy|) (float; 2^-52·(...) for double).
 SMAX_FAMILY(sparsemax, api::sparsemax_family, api::header_only)

@@ -1,20 +1,27 @@
 #pragma once
-// Scalable-Softmax (SSMax; Nakanishi 2025; spec §8): y = softmax(λ·x) with λ = s·ln(n) + b, where
-// n is the number of keys the query sees (the row length by default).
+// Scalable-Softmax (SSMax; Nakanishi 2025): y = softmax(λ·x) with λ = s·ln(n) + b, where n is
+// the number of keys the query sees (the row length by default). See docs/ssmax.md and
+// docs/edge_cases.md.
 //
 // Evaluated on the softmax core with λ as its pre-max scale: exp(λ·(x_i - m))/sum with m the row
 // maximum (the minimum when λ < 0), the rounding of x_i - m carried into the exponential. It
 // costs what softmax with a temperature costs. λ is computed in double and rounded once to T.
 //
-// Accuracy (checked by tests/ssmax_test.cpp against long double, every instruction set): as
-// softmax with T = 1/λ: relative error <= 1e-6 + |x_i - m|·|λ|·2^-22 (float) for every output
-// >= FLT_MIN; double <= 1e-14 + |x_i - m|·|λ|·2^-51.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: as softmax with T = 1/λ: float: relative error <= 1e-6 + |x_i - m|·|λ|·2^-22
+//                  for every output >= FLT_MIN; double: <= 1e-14 + |x_i - m|·|λ|·2^-51. λ = 1 is
+//                  softmax bit for bit. Checked by tests/ssmax_test.cpp against long double on
+//                  every instruction set.
+//   Valid range:   any finite x and any finite λ (either sign); outputs below FLT_MIN may be
+//                  flushed to 0.
+//   Bad input:     softmax's rules: -inf entries are masked (scaling happens on the finite
+//                  entries only, so λ = 0 or λ < 0 never turn a mask into NaN or +inf); all masked
+//                  gives NaN (0 with zero_masked_rows); NaN or +inf gives a NaN row; λ = 0 gives
+//                  the uniform distribution over the unmasked entries; a non-finite λ (from s or
+//                  b) gives NaN rows. n = 0 does nothing.
 //
-// Bad input: the softmax rules (spec §0.2): -inf entries are masked (scaling happens on the
-// finite entries only, so λ = 0 or λ < 0 never turn a mask into NaN or +inf); all masked gives
-// NaN (0 with zero_masked_rows); NaN or +inf gives a NaN row; λ = 0 gives the uniform
-// distribution over the unmasked entries; a non-finite λ (from s or b) gives NaN rows.
-// n = 0 does nothing. x == y is allowed.
+// x == y is allowed.
 
 #include <cmath>
 #include <cstddef>

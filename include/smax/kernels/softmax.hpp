@@ -8,7 +8,7 @@
 // Members are defined out of class and not inline: an inline definition would bypass the
 // extern template declarations. Nothing below calls a non-A-templated inline function other
 // than extern "C" libm functions, so no weak symbol compiled for one instruction set can be
-// picked by the linker for another (XSIMD.md §2).
+// picked by the linker for another (docs/dispatch.md).
 
 #include <cstddef>
 
@@ -35,8 +35,8 @@ enum : unsigned { flag_log = 1u, flag_zero_masked_rows = 2u };
 constexpr std::size_t three_pass_max_bytes = std::size_t(4) << 20;
 // Log-softmax's online form takes no more exponentials than its three-pass form (its second pass
 // is (x - m) - log s), so it wins as soon as the row leaves L1 and the saved pass over x has to
-// come from L2: 32768 elements 8.86 -> 8.58 us, 262144 86.7 -> 79.2 us; at 4096 the three-pass
-// form is still faster (0.81 against 0.88 us).
+// come from L2 (faster from 32768 elements on); at 4096 elements the three-pass form is still
+// faster.
 constexpr std::size_t log_three_pass_max_bytes = std::size_t(64) << 10;
 
 template <class A>
@@ -118,8 +118,7 @@ inline void short_row_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy, 
 
 // The rows given 1/T (> 0 and finite); `scaled` is false exactly when 1/T = 1. SSMax comes
 // here with its λ as 1/T, so it costs what softmax with a temperature costs. Inlined into its
-// callers: the call level cost a 16-element row 2-4 ns (softmax 0.018 -> 0.016 us, log-softmax
-// 0.023 -> 0.019 us).
+// callers: the call level cost a 16-element row a measurable share of its time.
 template <class A, class T>
 SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                 std::size_t rows, std::size_t cols, T inv_temperature,

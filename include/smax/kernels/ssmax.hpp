@@ -1,5 +1,5 @@
 #pragma once
-// Scalable-Softmax (spec §8): y = softmax(λ·x), λ = s·ln n + b, on the softmax core. λ > 0 is
+// Scalable-Softmax (docs/ssmax.md): y = softmax(λ·x), λ = s·ln n + b, on the softmax core. λ > 0 is
 // softmax with 1/T = λ (the pre-max scale of the three-pass / online kernels: the same cost as
 // softmax with a temperature); λ < 0 is softmax(|λ|·(-x)) (the max of -x is the min of x), with
 // masks kept; λ = 0 is uniform over the unmasked entries.
