@@ -128,6 +128,19 @@ SMAX_ALWAYS_INLINE void backward(const T* x, std::size_t ldx, const T* y, std::s
     if (grads) *grads = typename Family::grads{};
     return;
   }
+  if constexpr (Family::masks_rows && Family::backward_form == backward_shape::from_input) {
+    // The rows zero_masked_rows set to 0 have zero gradient (x tells them apart; a kernel that
+    // reads x would take them for the NaN rows they are without the option).
+    if (opts.zero_masked_rows) {
+      split_masked_rows(x, ldx, dx, lddx, rows, cols, T(0), [&](std::size_t first, std::size_t count) {
+        Dispatch::visit([&](auto a) {
+          Family::backward(a, x + first * ldx, ldx, y + first * ldy, ldy, dy + first * lddy, lddy,
+                           dx + first * lddx, lddx, count, cols, opts, grads);
+        });
+      });
+      return;
+    }
+  }
   Dispatch::visit([&](auto a) {
     Family::backward(a, x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, opts, grads);
   });
