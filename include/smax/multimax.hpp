@@ -81,6 +81,7 @@ struct multimax_family {
   static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
   static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
+  static constexpr double masked_row = 0.0;
 
   static void check(options const& opts) noexcept {
     for (int k = 0; k < 4; ++k)

@@ -52,6 +52,7 @@ struct softpick_family {
   static constexpr backward_shape backward_form = backward_shape::from_input;
   static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
+  static constexpr double masked_row = 0.0;
 
   static void check(options const& opts) noexcept {
     SMAX_ASSERT(opts.eps >= 0.0 && opts.eps < __builtin_huge_val() &&

@@ -61,6 +61,7 @@ struct sparsemax_family {
   static constexpr backward_shape backward_form = backward_shape::from_output;
   static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
+  static constexpr double masked_row = 0.0;
 
   static void check(options const&) noexcept {}
   template <class A, class T>

@@ -9,6 +9,7 @@
 //     static constexpr backward_shape backward_form = backward_shape::from_input;
 //     static constexpr bool has_algorithms = false;   // softmax's tags (three_pass, ...)
 //     static constexpr bool masks_rows = true;        // zero_masked_rows handled by this layer
+//     static constexpr double masked_row = 0.0;       // ... and the value it writes there
 //     static void check(options const&) noexcept;     // preconditions (asserts)
 //     template <class A, class T> static void forward(A, x, ldx, y, ldy, rows, cols, opts, algorithm);
 //     template <class A, class T> static void backward(A, x, ldx, y, ldy, dy, lddy, dx, lddx,
@@ -98,7 +99,8 @@ SMAX_ALWAYS_INLINE void forward(const T* x, std::size_t ldx, T* y, std::size_t l
   if (rows == 0 || cols == 0) return;
   if constexpr (Family::masks_rows) {
     if (opts.zero_masked_rows) {
-      split_masked_rows(x, ldx, y, ldy, rows, cols, T(0), [&](std::size_t first, std::size_t count) {
+      const T fill = static_cast<T>(Family::masked_row);
+      split_masked_rows(x, ldx, y, ldy, rows, cols, fill, [&](std::size_t first, std::size_t count) {
         Dispatch::visit([&](auto a) {
           Family::forward(a, x + first * ldx, ldx, y + first * ldy, ldy, count, cols, opts, algorithm);
         });
