@@ -17,6 +17,7 @@
 #include "softpick.hpp"
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
+#include "stablemax.hpp"
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
 
@@ -28,7 +29,9 @@
   X(softpick, SMAX_NO_EXTRA_FORMS)             \
   X(sparsemax, SMAX_SPARSEMAX_EXTRA_FORMS)     \
   X(sigmoid, SMAX_NO_EXTRA_FORMS)              \
-  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS)
+  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS)    \
+  X(stablemax, SMAX_NO_EXTRA_FORMS)            \
+  X(log_stablemax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -36,4 +39,5 @@
   X(multimax_table)           \
   X(softpick_table)           \
   X(sparsemax_table)          \
-  X(sigmoid_table)
+  X(sigmoid_table)            \
+  X(stablemax_table)
