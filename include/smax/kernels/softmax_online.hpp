@@ -103,6 +103,10 @@ inline void online_row(const T* x, T* y, std::size_t n, row_params<T> const& p) 
   const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, true>(x, n, p.inv_temperature)
                                     : online_reduce_row<A, T, Scaled>(x, n, p.inv_temperature);
   if (finish_special_row<A>(s.max, s.max != s.max, y, n, p)) return;
+  if (n == 1) {  // exactly [1] / [0], as the other kernels (the shifts would leave an ulp)
+    y[0] = p.log ? T(0) : T(1);
+    return;
+  }
   online_normalize_row<A, T, Scaled>(x, y, n, s, p);
 }
 
