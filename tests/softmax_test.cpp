@@ -448,6 +448,26 @@ TYPED_TEST(softmax_test, scaled_row_below_the_lowest_finite_value) {
   }
 }
 
+// x - max beyond the largest finite value while (x - max)/T is finite (T > 1): the difference
+// must not overflow before the division. softmax([3e38, -3e38], T = 1e38) = [0.9975, 0.0025];
+// log_softmax([3e38, -3e38, 1e38], T = 3.7)[1] = -1.6216e38.
+TYPED_TEST(softmax_test, difference_beyond_the_largest_finite_value) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T big = std::numeric_limits<T>::max() * T(0.88);  // 3e38 (float), 1.6e308 (double)
+  for (std::size_t n : {std::size_t(2), std::size_t(3), 4 * TypeParam::width + 1, 16 * TypeParam::width + 5,
+                        std::size_t(5000)}) {
+    auto x = random_row<T>(n, 20.0, 0.0, static_cast<unsigned>(n));
+    x[0] = big;
+    x[1] = -big;
+    if (n > 2) x[n - 1] = big / 3;
+    for (auto a : all_algorithms)
+      for (bool log : forms)
+        for (T temperature : {big / 3, T(3.7), big / 100})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, temperature))) << "T = " << temperature;
+  }
+}
+
 // A single entry is exactly [1] ([0] for log-softmax) whatever the algorithm.
 TYPED_TEST(softmax_test, single_entry_is_exact) {
   using T = typename TypeParam::value_type;
@@ -482,6 +502,73 @@ TYPED_TEST(softmax_test, regular_long_rows_within_the_bound) {
         EXPECT_TRUE((matches_reference<TypeParam>(a, log, alternating, T(1e6))));
       }
   }
+}
+
+// Double rows whose max/T overflows double (1e300 at T = 1e-10): the online and blocked kernels'
+// shifts max·(1/T) are then infinite and must not meet as inf - inf. Also the online state of
+// such a chunk ({-1e300} at T = 1e-10 has sum 1).
+TYPED_TEST(softmax_test, maximum_over_temperature_beyond_the_range) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const bool is_float = sizeof(T) == 4;
+  const T huge = is_float ? T(3e38) : T(1e300);
+  const T tiny_t = is_float ? T(1e-30) : T(1e-10), small_t = is_float ? T(1e-20) : T(1e-6);
+  for (auto a : all_algorithms)
+    for (bool log : forms) {
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>{huge, T(0)}, tiny_t)));
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>{-huge}, tiny_t)));
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>{huge * T(0.7)}, small_t)));
+      // Three row blocks (online's and the blocked kernel's) whose maxima differ.
+      auto x = random_row<T>(3 * 8192 / sizeof(T), 20.0, 0.0, 11);
+      x[5] = huge / 2;
+      x[x.size() - 9] = huge;
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, tiny_t)));
+      for (auto& v : x) v = -v;  // the huge entries now the minima: (x - max)/T overflows
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, tiny_t)));
+    }
+  T max = 0;
+  double sum = 0;
+  const T one = -huge;
+  TypeParam::table::online_reduce(&one, 1, tiny_t, &max, &sum);
+  EXPECT_EQ(max, -huge);
+  EXPECT_EQ(sum, 1.0);
+}
+
+// The online state through the table at the temperatures above: chunks reduced apart, merged
+// (smax::merge), normalised chunk by chunk, equal the whole row's reference.
+TYPED_TEST(softmax_test, online_state_at_extreme_temperatures) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T big = std::numeric_limits<T>::max() * T(0.88);
+  const bool is_float = sizeof(T) == 4;
+  struct row_case {
+    std::vector<T> x;
+    T temperature;
+  };
+  const row_case cases[] = {{{big, -big, big / 3}, big / 3},
+                            {{big, -big, big / 3}, T(3.7)},
+                            {{is_float ? T(-1e30) : T(-1e300), T(-1e30)}, is_float ? T(1e-30) : T(1e-10)},
+                            {{is_float ? T(3e38) : T(1e300), T(0)}, is_float ? T(1e-30) : T(1e-10)}};
+  for (auto const& c : cases)
+    for (bool log : forms) {
+      const std::size_t n = c.x.size();
+      smax::online_state<T> s;
+      for (std::size_t i = 0; i < n; ++i) {
+        smax::online_state<T> part;
+        TypeParam::table::online_reduce(&c.x[i], 1, c.temperature, &part.max, &part.sum);
+        s = smax::merge(s, part, {static_cast<double>(c.temperature), false});
+      }
+      std::vector<T> y(n);
+      for (std::size_t i = 0; i < n; ++i)
+        TypeParam::table::online_normalize(&c.x[i], &y[i], 1, c.temperature, log ? smax::kernels::flag_log : 0u,
+                                           s.max, s.sum);
+      const auto ref = smax::reference::softmax(c.x.data(), n, log, {static_cast<long double>(c.temperature), false});
+      for (std::size_t i = 0; i < n; ++i) {
+        const double bound = log ? 0x1p-22 * (std::fabs(static_cast<double>(ref[i])) + 2) : softmax_rtol<T> + 0x1p-22 * 6;
+        EXPECT_TRUE(matches(y[i], ref[i], log ? 0.0 : bound, log ? bound : 0.0, i, !log))
+            << (log ? "log, " : "") << "T = " << c.temperature;
+      }
+    }
 }
 
 // The public, header-only API: every overload, both types, n = 0, in place.
