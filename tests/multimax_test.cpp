@@ -172,6 +172,42 @@ TYPED_TEST(multimax_test, large_rows_spreads_and_offsets) {
       }
 }
 
+// Long rows whose modulation is large at ordinary values: the nondecreasing form's rounding
+// margin (2^-19·W(x), W ~ t3·x²) once lowered every exponential by e^-margin, and from a margin
+// of ~88 (float) the row's sum underflowed to 0 and the row came out NaN: 100 copies of -6680
+// with t3 = 1.5 (σ(x) = x there), or of -3.5e7 with t0 = 0.3. A constant row must give 1/n;
+// a row below r3 (σ(x) = x exactly) must give softmax(x).
+TYPED_TEST(multimax_test, long_rows_with_a_large_modulation) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const bool is_float = sizeof(T) == 4;
+  const params square{{0, 0, 0, 1.5}, {0, 0, 0, 10}};
+  const params linear{{0.3, 0, 0, 0}, {0, 0, 0, 0}};
+  struct row_case {
+    params p;
+    T value;
+  };
+  const row_case cases[] = {{square, is_float ? T(-5472) : T(-1.4e7)}, {square, is_float ? T(-6680) : T(-4e8)},
+                            {square, is_float ? T(-3e4) : T(-1e9)},    {linear, is_float ? T(-3.5e7) : T(-1.5e17)},
+                            {linear, is_float ? T(-1e9) : T(-1e18)},   {square, T(-2)}};
+  for (std::size_t n : {std::size_t(17), std::size_t(33), std::size_t(65), std::size_t(100), std::size_t(1000)}) {
+    for (auto const& c : cases) {
+      const std::vector<T> x(n, c.value);
+      std::vector<T> y(n);
+      forward<TypeParam>(c.p, x.data(), y.data(), n);
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_TRUE(matches(y[i], 1.0L / n, softmax_rtol<T>, 0.0, i)) << "x = " << c.value << ", n = " << n;
+    }
+    // Below r3 the modulation is exactly 0: the result is softmax's, within softmax's bound.
+    const auto x = random_row<T>(n, 20.0, is_float ? -6680.0 : -4e8, static_cast<unsigned>(n));
+    std::vector<T> y(n);
+    forward<TypeParam>(square, x.data(), y.data(), n);
+    const auto ref = smax::reference::softmax(x.data(), n, false);
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(matches(y[i], ref[i], softmax_rtol<T>, std::numeric_limits<T>::min(), i)) << "n = " << n;
+  }
+}
+
 // Spec §10(5): zero parameters give softmax. The arithmetic is the same (σ(x) = x exactly), so
 // the result is the three-pass softmax's bit for bit, masked entries and special rows included.
 TYPED_TEST(multimax_test, zero_parameters_are_softmax_bit_for_bit) {
