@@ -204,6 +204,39 @@ TYPED_TEST(softpick_test, spec_inputs) {
   }
 }
 
+// eps = 0 (allowed) with a maximum below the smallest normal number: S' = sum |a| is then
+// below 1/T's largest finite value's reciprocal, and 1/S' overflowed (y = [inf, nan] for
+// [1e-39, -1e-39], [inf] for [1e-39]). Rows of one register, several, and batches of four.
+TYPED_TEST(softpick_test, subnormal_maximum_with_zero_eps) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T d = std::numeric_limits<T>::min() / T(12);  // 1e-39 (float), 1.9e-309 (double)
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), TypeParam::width + 1, 4 * TypeParam::width,
+                        4 * TypeParam::width + 3, std::size_t(200), std::size_t(5000)}) {
+    std::vector<T> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = i % 2 ? -d : d * T(1 + i % 5);
+    for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, 0.0))) << "n = " << n;
+    // Four rows at once (the interleaved short-row kernel), ld > cols.
+    const std::size_t ld = n + 3;
+    std::vector<T> xs(4 * ld, T(0)), ys(4 * ld, T(-7));
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t i = 0; i < n; ++i) xs[r * ld + i] = r % 2 ? x[i] : T(2) * x[i];
+    table_of<TypeParam>::forward(xs.data(), ld, ys.data(), ld, 4, n, 0.0, softpick_algorithm::automatic);
+    for (std::size_t r = 0; r < 4; ++r) {
+      const auto ref = smax::reference::softpick(xs.data() + r * ld, n, 0.0L);
+      for (std::size_t i = 0; i < n; ++i)
+        EXPECT_TRUE(matches(ys[r * ld + i], ref[i], rtol<T>, std::numeric_limits<T>::min(), i)) << "row " << r;
+    }
+  }
+  const std::vector<T> pair = {d, -d}, one = {d};
+  std::vector<T> y(2);
+  forward<TypeParam>(softpick_algorithm::automatic, pair.data(), y.data(), 2, 0.0);
+  EXPECT_EQ(y[0], T(0.5));
+  EXPECT_EQ(y[1], T(0));
+  forward<TypeParam>(softpick_algorithm::automatic, one.data(), y.data(), 1, 0.0);
+  EXPECT_EQ(y[0], T(1));
+}
+
 TYPED_TEST(softpick_test, eps_is_configurable) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
