@@ -444,6 +444,38 @@ TYPED_TEST(sparsemax_test, loss_with_a_large_support) {
     }
 }
 
+// The scratch buffer's allocation failing (rows longer than 128; made to fail through the
+// test-only limit): every algorithm gives a NaN row, the loss NaN, its gradient a NaN row.
+TYPED_TEST(sparsemax_test, scratch_allocation_failure_gives_nan) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  struct failing_allocation {
+    std::size_t& limit = smax::kernels::sparsemax_detail::scratch_limit<typename TypeParam::arch>;
+    failing_allocation() { limit = 0; }
+    ~failing_allocation() { limit = ~std::size_t(0); }
+  };
+  const sparsemax_algorithm algorithms[] = {sparsemax_algorithm::automatic, sparsemax_algorithm::sort,
+                                            sparsemax_algorithm::pivot, sparsemax_algorithm::filter,
+                                            sparsemax_algorithm::stream};
+  for (std::size_t n : {std::size_t(200), std::size_t(5000), std::size_t(70000)}) {
+    const auto x = random_row<T>(n, 3.0, 0.0, static_cast<unsigned>(n));
+    {
+      const failing_allocation fail;
+      for (auto a : algorithms) {
+        const auto y = run<TypeParam>(a, x);
+        for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(y[i])) << "n " << n << ", i " << i;
+      }
+      EXPECT_TRUE(std::isnan(table_of<TypeParam>::loss(x.data(), n, 0)));
+      std::vector<T> dx(n);
+      table_of<TypeParam>::loss_backward(x.data(), n, 0, T(1), dx.data());
+      for (T v : dx) ASSERT_TRUE(std::isnan(v));
+    }
+    // The same rows once the allocation succeeds again.
+    const auto ref = smax::reference::sparsemax(x.data(), n);
+    for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, ref)));
+  }
+}
+
 TYPED_TEST(sparsemax_test, loss) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

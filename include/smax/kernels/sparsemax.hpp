@@ -78,8 +78,18 @@ struct scratch_buffer {
   ~scratch_buffer() { ::free(data); }
 };
 
+#if defined(SMAX_TESTING)
+// Test-only seam (defined by the test build alone): a request for more doubles than this fails
+// as an allocation failure would.
+template <class A>
+inline std::size_t scratch_limit = ~std::size_t(0);
+#endif
+
 template <class A>
 inline double* scratch(std::size_t n) noexcept {
+#if defined(SMAX_TESTING)
+  if (n > scratch_limit<A>) return nullptr;
+#endif
   static thread_local scratch_buffer<A> buffer;
   if (buffer.capacity < n) {
     std::size_t want = n < 1024 ? 1024 : n;
