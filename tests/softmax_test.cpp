@@ -571,6 +571,58 @@ TYPED_TEST(softmax_test, online_state_at_extreme_temperatures) {
     }
 }
 
+// The backward bound where <dy, y> cancels (y = [0.33189312, 0.32246792, 0.34563896],
+// dy = [-0.81112695, 0.0055932, 0.76367134]: dx_1 is 21 ulp off its two terms' magnitudes, which
+// is not a bound): |dx_i - dx*_i| <= 2^-19·(1/T)·y_i·(|dy_i| + sum_j |dy_j·y_j|) (log-softmax:
+// 2^-19·(1/T)·(|dy_i| + e^(z_i)·sum_j |dy_j|)); double 2^-48. dy is made orthogonal to y.
+TYPED_TEST(softmax_test, backward_bound_where_the_inner_product_cancels) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double unit = sizeof(T) == 4 ? 0x1p-19 : 0x1p-48;
+  auto check = [&](std::vector<T> const& y, std::vector<T> const& dy, bool log, T temperature) {
+    const std::size_t n = y.size();
+    std::vector<T> dx(n);
+    TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, temperature,
+                               log ? smax::kernels::flag_log : 0u);
+    const std::vector<long double> yl(y.begin(), y.end()), dyl(dy.begin(), dy.end());
+    const auto ref = smax::reference::backward(yl, dyl, log, {temperature, false});
+    long double inner = 0;
+    for (std::size_t i = 0; i < n; ++i) inner += std::fabs(log ? dyl[i] : dyl[i] * yl[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      const long double terms = log ? std::fabs(dyl[i]) + std::exp(yl[i]) * inner : yl[i] * (std::fabs(dyl[i]) + inner);
+      const double bound = unit * static_cast<double>(terms / temperature);
+      if (!(std::fabs(static_cast<long double>(dx[i]) - ref[i]) <= bound))
+        return ::testing::AssertionFailure() << "at " << i << ": " << dx[i] << " against " << static_cast<double>(ref[i])
+                                             << ", bound " << bound << (log ? " (log)" : "") << ", n = " << n;
+    }
+    return ::testing::AssertionSuccess();
+  };
+  for (T temperature : {T(1), T(0.7), T(3)}) {
+    EXPECT_TRUE(check({T(0.33189312), T(0.32246792), T(0.34563896)}, {T(-0.81112695), T(0.0055932), T(0.76367134)},
+                      false, temperature));
+    for (std::size_t n : {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(1000), std::size_t(70000)})
+      for (unsigned seed = 0; seed < 20; ++seed) {
+        if (n > 1000 && seed > 1) break;
+        const auto x = random_row<T>(n, 6.0, 0.0, seed);
+        auto dy = random_row<T>(n, 2.0, 0.0, seed + 100);
+        for (bool log : forms) {
+          std::vector<T> y(n);
+          forward<TypeParam>(algorithm_id::automatic, log, x.data(), y.data(), n);
+          // dy minus its projection on y (on 1 for log-softmax): <dy, y> (sum dy) ~ 0.
+          long double dot = 0, norm = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            const long double w = log ? 1.0L : static_cast<long double>(y[i]);
+            dot += dy[i] * w;
+            norm += w * w;
+          }
+          std::vector<T> d(n);
+          for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<T>(dy[i] - dot / norm * (log ? 1.0L : y[i]));
+          EXPECT_TRUE(check(y, d, log, temperature)) << "seed " << seed;
+        }
+      }
+  }
+}
+
 // The public, header-only API: every overload, both types, n = 0, in place.
 TEST(softmax_api, overloads) {
   std::vector<float> x = {1, 2, 3, -HUGE_VALF}, y(4);

@@ -8,7 +8,9 @@
 // Accuracy (float and double, every instruction set, checked by tests/sigmoid_test.cpp against
 // long double): <= 2 ulp (2.5 ulp on SSE2, which has no FMA) of σ(x + b) with x + b exact, for
 // every output >= FLT_MIN (DBL_MIN); smaller outputs (t < -87.3 for float) may be flushed to 0.
-// x + b is carried exactly into the exponential, so large |x + b| costs nothing.
+// x + b is carried exactly into the exponential, so large |x + b| costs nothing. b is the bias
+// as the kernel holds it: for sigmoid attention -ln(seq_len) computed in double and rounded to
+// T (at seq_len = 2^31 that rounding alone puts σ up to 8 float ulp from σ(x - ln seq_len)).
 //
 // Bad input (spec §9(3)): elementwise, so no row rule applies: -inf -> 0, +inf -> 1, NaN -> NaN
 // at that position only; n = 0 does nothing. x == y (in place) is allowed; otherwise x and y

@@ -66,6 +66,8 @@ inline auto softmax_rows(Algorithm algorithm, const T* x, T* y, std::size_t rows
 
 // Backward pass: dx = (1/T)·y ⊙ (dy - <dy, y>) for y = softmax(x) (spec §1(4)). Masked entries
 // (y = 0) get 0; sum(dx) = 0. Any of y, dy, dx may be the same array.
+// Error: |dx_i - dx*_i| <= 2^-19·(1/T)·y_i·(|dy_i| + sum_j |dy_j·y_j|) (float; 2^-48 for double):
+// <dy, y> is summed with an error relative to the sum of its terms' magnitudes.
 template <class T, detail::if_real_t<T> = 0>
 inline void softmax_backward(const T* y, const T* dy, T* dx, std::size_t n,
                              softmax_options const& opts = {}) noexcept {

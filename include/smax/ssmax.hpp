@@ -8,7 +8,9 @@
 //
 // Accuracy (checked by tests/ssmax_test.cpp against long double, every instruction set): as
 // softmax with T = 1/λ: relative error <= 1e-6 + |x_i - m|·|λ|·2^-22 (float) for every output
-// >= FLT_MIN; double <= 1e-14 + |x_i - m|·|λ|·2^-51.
+// >= FLT_MIN; double <= 1e-14 + |x_i - m|·|λ|·2^-51. Both plus the rounding of λ = s·ln n + b in
+// double, 2^-51·(|s·ln n| + |b|)·(|x_i - m| + max_j |x_j - m|): relative to the terms, not to λ,
+// where they cancel (s = 1, b = -3, n = 18 gives λ = -0.11).
 //
 // Bad input: the softmax rules (spec §0.2): -inf entries are masked (scaling happens on the
 // finite entries only, so λ = 0 or λ < 0 never turn a mask into NaN or +inf); all masked gives
