@@ -132,7 +132,7 @@ TYPED_TEST(ssmax_test, lambda_rounding_where_its_terms_cancel) {
   for (auto const& c : {lambda_case{1, -3, 18}, lambda_case{1, -3, 20}, lambda_case{0.43, -1.3, 21},
                         lambda_case{-1, 2.9, 18}, lambda_case{2, -5.7, 17}})
     for (unsigned seed = 0; seed < 50; ++seed) {
-      const auto x = random_row<T>(c.n, 40.0, 0.0, seed);
+      const auto x = random_row<T>(c.n, 400.0, 0.0, seed);  // λ·(x - m) up to 44
       std::vector<T> y(c.n);
       smax::ssmax(x.data(), y.data(), c.n, {c.s, c.b});
       const long double lambda = c.s * std::log(static_cast<long double>(c.n)) + c.b;
