@@ -174,6 +174,24 @@ TYPED_TEST(sigmoid_test, attention_bias_is_the_rounded_logarithm) {
   }
 }
 
+// Rows with a leading dimension (ld > cols): the same gradients as row by row.
+TYPED_TEST(sigmoid_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::sigmoid_table<typename TypeParam::arch>;
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
+    const std::size_t ld = cols + 7;
+    const auto x = random_row<T>(rows * ld, 12.0, 0.0, static_cast<unsigned>(cols));
+    const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+    std::vector<T> y(rows * ld);
+    table::forward(x.data(), ld, y.data(), ld, rows, cols, T(-0.5));
+    EXPECT_TRUE(rows_equal_single_rows<T>(
+        rows, cols, ld, [&](T* dx) { table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols); },
+        [&](std::size_t r, T* dx) { table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols); }));
+  }
+}
+
 // dx = dy·y·(1 - y) from y, against dy·σ(t)·σ(-t) where y is accurate: <= 2 ulp + y's own error
 // propagated (|1 - 2y| · 2 ulp of y, relative to y(1 - y)).
 TYPED_TEST(sigmoid_test, backward) {

@@ -623,6 +623,32 @@ TYPED_TEST(softmax_test, backward_bound_where_the_inner_product_cancels) {
   }
 }
 
+// Rows with a leading dimension (ld > cols), softmax and log-softmax: the same gradients as row
+// by row.
+TYPED_TEST(softmax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (bool log : forms)
+      for (T temperature : {T(1), T(0.6)}) {
+        const std::size_t ld = cols + 7;
+        const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
+        const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+        const unsigned flags = log ? smax::kernels::flag_log : 0u;
+        std::vector<T> y(rows * ld);
+        TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, cols, temperature, flags, algorithm_id::automatic);
+        EXPECT_TRUE(rows_equal_single_rows<T>(
+            rows, cols, ld,
+            [&](T* dx) { TypeParam::table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols, temperature, flags); },
+            [&](std::size_t r, T* dx) {
+              TypeParam::table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols,
+                                         temperature, flags);
+            }))
+            << (log ? "log" : "softmax") << ", T = " << temperature;
+      }
+}
+
 // The public, header-only API: every overload, both types, n = 0, in place.
 TEST(softmax_api, overloads) {
   std::vector<float> x = {1, 2, 3, -HUGE_VALF}, y(4);

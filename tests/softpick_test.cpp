@@ -368,6 +368,31 @@ TYPED_TEST(softpick_test, short_row_batches_equal_single_rows) {
   }
 }
 
+// Rows with a leading dimension (ld > cols): the same gradients as row by row.
+TYPED_TEST(softpick_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (double eps : {1e-8, 0.1}) {
+      const std::size_t ld = cols + 7;
+      const auto x = random_row<T>(rows * ld, 6.0, 1.0, static_cast<unsigned>(cols));
+      const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+      std::vector<T> y(rows * ld);
+      table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, eps, softpick_algorithm::automatic);
+      EXPECT_TRUE(rows_equal_single_rows<T>(
+          rows, cols, ld,
+          [&](T* dx) {
+            table_of<TypeParam>::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, eps);
+          },
+          [&](std::size_t r, T* dx) {
+            table_of<TypeParam>::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols,
+                                          dx, cols, 1, cols, eps);
+          }))
+          << "eps " << eps;
+    }
+}
+
 // Backward: against central finite differences of the long-double reference (small rows, no
 // entry within the step of a kink at 0 or of a tie for the maximum), and against the reference
 // VJP on long rows. eps = 0.1 makes the eps·e^m term through m visible.

@@ -476,6 +476,27 @@ TYPED_TEST(sparsemax_test, scratch_allocation_failure_gives_nan) {
   }
 }
 
+// Rows with a leading dimension (ld > cols): the same gradients as row by row.
+TYPED_TEST(sparsemax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
+    const std::size_t ld = cols + 7;
+    const auto x = random_row<T>(rows * ld, 3.0, 0.0, static_cast<unsigned>(cols));
+    const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+    std::vector<T> y(rows * ld, T(-7)), dx(rows * ld, T(-7));
+    table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, sparsemax_algorithm::automatic);
+    table_of<TypeParam>::backward(y.data(), ld, dy.data(), ld, dx.data(), ld, rows, cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<T> one(cols);
+      table_of<TypeParam>::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, one.data(), cols, 1, cols);
+      for (std::size_t i = 0; i < cols; ++i) ASSERT_EQ(dx[r * ld + i], one[i]) << "row " << r << ", i " << i;
+      for (std::size_t i = cols; i < ld; ++i) ASSERT_EQ(dx[r * ld + i], T(-7)) << "padding written";
+    }
+  }
+}
+
 TYPED_TEST(sparsemax_test, loss) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

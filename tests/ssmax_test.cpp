@@ -153,6 +153,32 @@ TYPED_TEST(ssmax_test, lambda_rounding_where_its_terms_cancel) {
     }
 }
 
+// Rows with a leading dimension (ld > cols): dx the same as row by row, dλ the sum of the rows'.
+TYPED_TEST(ssmax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::ssmax_table<typename TypeParam::arch>;
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (T lambda : {T(1.7), T(-0.4)}) {
+      const std::size_t ld = cols + 7;
+      const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
+      const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+      std::vector<T> y(rows * ld);
+      table::forward(x.data(), ld, y.data(), ld, rows, cols, lambda, 0u);
+      double batched_dlambda = 0, single_dlambda = 0;
+      EXPECT_TRUE(rows_equal_single_rows<T>(
+          rows, cols, ld,
+          [&](T* dx) { table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, lambda, &batched_dlambda); },
+          [&](std::size_t r, T* dx) {
+            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1,
+                            cols, lambda, &single_dlambda);
+          }))
+          << "lambda " << lambda;
+      EXPECT_NEAR(batched_dlambda, single_dlambda, 1e-12 * (1 + std::fabs(single_dlambda)));
+    }
+}
+
 // dx and the parameter gradients against central differences of the long-double reference, for
 // the loss L = <w, y>.
 TYPED_TEST(ssmax_test, backward_and_parameter_gradients) {
