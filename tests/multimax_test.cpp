@@ -172,6 +172,71 @@ TYPED_TEST(multimax_test, large_rows_spreads_and_offsets) {
       }
 }
 
+// Long rows whose modulation is large at ordinary values: the nondecreasing form's rounding
+// margin (2^-19·W(x), W ~ t3·x²) once lowered every exponential by e^-margin, and from a margin
+// of ~88 (float) the row's sum underflowed to 0 and the row came out NaN: 100 copies of -6680
+// with t3 = 1.5 (σ(x) = x there), or of -3.5e7 with t0 = 0.3. A constant row must give 1/n;
+// a row below r3 (σ(x) = x exactly) must give softmax(x).
+TYPED_TEST(multimax_test, long_rows_with_a_large_modulation) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const bool is_float = sizeof(T) == 4;
+  const params square{{0, 0, 0, 1.5}, {0, 0, 0, 10}};
+  const params linear{{0.3, 0, 0, 0}, {0, 0, 0, 0}};
+  struct row_case {
+    params p;
+    T value;
+  };
+  const row_case cases[] = {{square, is_float ? T(-5472) : T(-1.4e7)}, {square, is_float ? T(-6680) : T(-4e8)},
+                            {square, is_float ? T(-3e4) : T(-1e9)},    {linear, is_float ? T(-3.5e7) : T(-1.5e17)},
+                            {linear, is_float ? T(-1e9) : T(-1e18)},   {square, T(-2)}};
+  for (std::size_t n : {std::size_t(17), std::size_t(33), std::size_t(65), std::size_t(100), std::size_t(1000)}) {
+    for (auto const& c : cases) {
+      const std::vector<T> x(n, c.value);
+      std::vector<T> y(n);
+      forward<TypeParam>(c.p, x.data(), y.data(), n);
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_TRUE(matches(y[i], 1.0L / n, softmax_rtol<T>, 0.0, i)) << "x = " << c.value << ", n = " << n;
+    }
+    // Below r3 the modulation is exactly 0: the result is softmax's, within softmax's bound.
+    const auto x = random_row<T>(n, 20.0, is_float ? -6680.0 : -4e8, static_cast<unsigned>(n));
+    std::vector<T> y(n);
+    forward<TypeParam>(square, x.data(), y.data(), n);
+    const auto ref = smax::reference::softmax(x.data(), n, false);
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(matches(y[i], ref[i], softmax_rtol<T>, std::numeric_limits<T>::min(), i)) << "n = " << n;
+  }
+}
+
+// Rows with a leading dimension (ld > cols): dx the same as row by row, the parameter gradients
+// the sum of the rows'.
+TYPED_TEST(multimax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::multimax_table<typename TypeParam::arch>;
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (auto const& p : all_sets) {
+      const std::size_t ld = cols + 7;
+      const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
+      const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+      const auto k = kernel_params<T>(p);
+      std::vector<T> y(rows * ld);
+      table::forward(x.data(), ld, y.data(), ld, rows, cols, k);
+      double batched[8] = {}, single[8] = {};
+      EXPECT_TRUE(rows_equal_single_rows<T>(
+          rows, cols, ld,
+          [&](T* dx) { table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, k, batched); },
+          [&](std::size_t r, T* dx) {
+            double g[8];  // overwritten by each call: summed here
+            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1,
+                            cols, k, g);
+            for (int j = 0; j < 8; ++j) single[j] += g[j];
+          }));
+      for (int j = 0; j < 8; ++j) EXPECT_NEAR(batched[j], single[j], 1e-12 * (1 + std::fabs(single[j]))) << j;
+    }
+}
+
 // Zero parameters give softmax. The arithmetic is the same (σ(x) = x exactly), so
 // the result is the three-pass softmax's bit for bit, masked entries and special rows included.
 TYPED_TEST(multimax_test, zero_parameters_are_softmax_bit_for_bit) {

@@ -151,6 +151,47 @@ TYPED_TEST(sigmoid_test, invariants) {
   EXPECT_NEAR(out[0], T(1.0 / 8193), (2 + 9.02 / 2) * std::numeric_limits<T>::epsilon() / 8192);
 }
 
+// Sigmoid attention's default bias is b = -ln(seq_len) computed in double and rounded to T;
+// the 2-ulp bound is of σ(x + b) for that b, x + b exact (at seq_len = 2^31, σ(x - ln seq_len)
+// with the exact logarithm is up to 8 ulp away: b's rounding, 2^-24·21.5, moves σ by that much).
+// On every instruction set through the kernel with that b; and the public API uses that b.
+TYPED_TEST(sigmoid_test, attention_bias_is_the_rounded_logarithm) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (double seq_len : {2.0, 1000.0, 4096.0, 2147483648.0, 1e12}) {
+    const T bias = static_cast<T>(-std::log(seq_len));
+    const auto x = random_row<T>(100000, 60.0, -static_cast<double>(bias), 5);
+    std::vector<T> y;
+    sigmoid_of<TypeParam>(x, y, bias);
+    T worst = 0;
+    const double max_ulp = max_ulp_error<T>(x, y, bias, &worst);
+    EXPECT_LE(max_ulp, smax::detail::has_native_fma<typename TypeParam::arch>::value ? 2.0 : 2.5)
+        << "seq_len " << seq_len << " at x = " << worst;
+    std::vector<T> z(x.size());
+    smax::sigmoid_attention(x.data(), z.data(), x.size(), {static_cast<std::size_t>(seq_len)});
+    const double api_ulp = max_ulp_error<T>(x, z, bias, &worst);
+    EXPECT_LE(api_ulp, 2.5) << "public API, seq_len " << seq_len << " at x = " << worst;
+  }
+}
+
+// Rows with a leading dimension (ld > cols): the same gradients as row by row.
+TYPED_TEST(sigmoid_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::sigmoid_table<typename TypeParam::arch>;
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
+    const std::size_t ld = cols + 7;
+    const auto x = random_row<T>(rows * ld, 12.0, 0.0, static_cast<unsigned>(cols));
+    const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+    std::vector<T> y(rows * ld);
+    table::forward(x.data(), ld, y.data(), ld, rows, cols, T(-0.5));
+    EXPECT_TRUE(rows_equal_single_rows<T>(
+        rows, cols, ld, [&](T* dx) { table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols); },
+        [&](std::size_t r, T* dx) { table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols); }));
+  }
+}
+
 // dx = dy·y·(1 - y) from y, against dy·σ(t)·σ(-t) where y is accurate: <= 2 ulp + y's own error
 // propagated (|1 - 2y| · 2 ulp of y, relative to y(1 - y)).
 TYPED_TEST(sigmoid_test, backward) {

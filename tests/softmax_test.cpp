@@ -425,6 +425,230 @@ TYPED_TEST(softmax_test, backward) {
   }
 }
 
+// Rows whose x/T is below the lowest finite value ([-1e30] at T = 1e-30): two_pass's x/T
+// overflows to -inf, which must not be taken for a mask (the row is not masked: [1], or 1/n).
+TYPED_TEST(softmax_test, scaled_row_below_the_lowest_finite_value) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const bool is_float = sizeof(T) == 4;
+  const T low = is_float ? T(-1e30) : T(-1e300), tiny_t = is_float ? T(1e-30) : T(1e-10);
+  const T lowest = std::numeric_limits<T>::lowest() * T(0.88);  // -3e38 (float)
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), 4 * TypeParam::width + 1,
+                        16 * TypeParam::width + 3}) {
+    for (auto a : all_algorithms)
+      for (bool log : forms) {
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>(n, low), tiny_t)));
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>(n, lowest), T(0.5))));
+        auto mixed = std::vector<T>(n, low);
+        mixed[n / 2] = -infinity<T>;  // a real mask among them
+        if (n > 1) {
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, mixed, tiny_t)));
+        }
+      }
+  }
+}
+
+// x - max beyond the largest finite value while (x - max)/T is finite (T > 1): the difference
+// must not overflow before the division. softmax([3e38, -3e38], T = 1e38) = [0.9975, 0.0025];
+// log_softmax([3e38, -3e38, 1e38], T = 3.7)[1] = -1.6216e38.
+TYPED_TEST(softmax_test, difference_beyond_the_largest_finite_value) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T big = std::numeric_limits<T>::max() * T(0.88);  // 3e38 (float), 1.6e308 (double)
+  for (std::size_t n : {std::size_t(2), std::size_t(3), 4 * TypeParam::width + 1, 16 * TypeParam::width + 5,
+                        std::size_t(5000)}) {
+    auto x = random_row<T>(n, 20.0, 0.0, static_cast<unsigned>(n));
+    x[0] = big;
+    x[1] = -big;
+    if (n > 2) x[n - 1] = big / 3;
+    for (auto a : all_algorithms)
+      for (bool log : forms)
+        for (T temperature : {big / 3, T(3.7), big / 100})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, temperature))) << "T = " << temperature;
+  }
+}
+
+// A single entry is exactly [1] ([0] for log-softmax) whatever the algorithm.
+TYPED_TEST(softmax_test, single_entry_is_exact) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (T v : {T(100), T(5), T(-7), T(0.001), T(1e30), T(-1e30)})
+    for (T temperature : {T(1), T(0.37), T(3)})
+      for (auto a : all_algorithms) {
+        T y = -7;
+        forward<TypeParam>(a, false, &v, &y, 1, temperature);
+        EXPECT_EQ(y, T(1)) << name_of(a) << " x = " << v << ", T = " << temperature;
+        forward<TypeParam>(a, true, &v, &y, 1, temperature);
+        EXPECT_EQ(y, T(0)) << name_of(a) << " log, x = " << v << ", T = " << temperature;
+      }
+}
+
+// Regular rows, whose lane sums round the same way lane after lane: [0, 1, 0, 1, ...] and
+// constant rows, at T = 1 and T = 1e6. two_pass's float lane sums once took 128 to 512 terms
+// each (3.0e-6 at n = 16192 on SSE2, 1.9e-6 for 4095 copies of 3.7 at T = 1e6 on AVX-512,
+// 1.008e-14 for a double constant row of 2860).
+TYPED_TEST(softmax_test, regular_long_rows_within_the_bound) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  for (std::size_t n : {std::size_t(2860), std::size_t(3000), std::size_t(4095), std::size_t(8191), std::size_t(16192)}) {
+    std::vector<T> alternating(n);
+    for (std::size_t i = 0; i < n; ++i) alternating[i] = T(i % 2);
+    const std::vector<T> constant(n, T(3.7));
+    for (auto a : all_algorithms)
+      for (bool log : forms) {
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, alternating)));
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, constant)));
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, constant, T(1e6))));
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, alternating, T(1e6))));
+      }
+  }
+}
+
+// Double rows whose max/T overflows double (1e300 at T = 1e-10): the online and blocked kernels'
+// shifts max·(1/T) are then infinite and must not meet as inf - inf. Also the online state of
+// such a chunk ({-1e300} at T = 1e-10 has sum 1).
+TYPED_TEST(softmax_test, maximum_over_temperature_beyond_the_range) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const bool is_float = sizeof(T) == 4;
+  const T huge = is_float ? T(3e38) : T(1e300);
+  const T tiny_t = is_float ? T(1e-30) : T(1e-10), small_t = is_float ? T(1e-20) : T(1e-6);
+  for (auto a : all_algorithms)
+    for (bool log : forms) {
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>{huge, T(0)}, tiny_t)));
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>{-huge}, tiny_t)));
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>{huge * T(0.7)}, small_t)));
+      // Three row blocks (online's and the blocked kernel's) whose maxima differ.
+      auto x = random_row<T>(3 * 8192 / sizeof(T), 20.0, 0.0, 11);
+      x[5] = huge / 2;
+      x[x.size() - 9] = huge;
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, tiny_t)));
+      for (auto& v : x) v = -v;  // the huge entries now the minima: (x - max)/T overflows
+      EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, tiny_t)));
+    }
+  T max = 0;
+  double sum = 0;
+  const T one = -huge;
+  TypeParam::table::online_reduce(&one, 1, tiny_t, &max, &sum);
+  EXPECT_EQ(max, -huge);
+  EXPECT_EQ(sum, 1.0);
+}
+
+// The online state through the table at the temperatures above: chunks reduced apart, merged
+// (smax::merge), normalised chunk by chunk, equal the whole row's reference.
+TYPED_TEST(softmax_test, online_state_at_extreme_temperatures) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T big = std::numeric_limits<T>::max() * T(0.88);
+  const bool is_float = sizeof(T) == 4;
+  struct row_case {
+    std::vector<T> x;
+    T temperature;
+  };
+  const row_case cases[] = {{{big, -big, big / 3}, big / 3},
+                            {{big, -big, big / 3}, T(3.7)},
+                            {{is_float ? T(-1e30) : T(-1e300), T(-1e30)}, is_float ? T(1e-30) : T(1e-10)},
+                            {{is_float ? T(3e38) : T(1e300), T(0)}, is_float ? T(1e-30) : T(1e-10)}};
+  for (auto const& c : cases)
+    for (bool log : forms) {
+      const std::size_t n = c.x.size();
+      smax::online_state<T> s;
+      for (std::size_t i = 0; i < n; ++i) {
+        smax::online_state<T> part;
+        TypeParam::table::online_reduce(&c.x[i], 1, c.temperature, &part.max, &part.sum);
+        s = smax::merge(s, part, {static_cast<double>(c.temperature), false});
+      }
+      std::vector<T> y(n);
+      for (std::size_t i = 0; i < n; ++i)
+        TypeParam::table::online_normalize(&c.x[i], &y[i], 1, c.temperature, log ? smax::kernels::flag_log : 0u,
+                                           s.max, s.sum);
+      const auto ref = smax::reference::softmax(c.x.data(), n, log, {static_cast<long double>(c.temperature), false});
+      for (std::size_t i = 0; i < n; ++i) {
+        const double bound = log ? 0x1p-22 * (std::fabs(static_cast<double>(ref[i])) + 2) : softmax_rtol<T> + 0x1p-22 * 6;
+        EXPECT_TRUE(matches(y[i], ref[i], log ? 0.0 : bound, log ? bound : 0.0, i, !log))
+            << (log ? "log, " : "") << "T = " << c.temperature;
+      }
+    }
+}
+
+// The backward bound where <dy, y> cancels (y = [0.33189312, 0.32246792, 0.34563896],
+// dy = [-0.81112695, 0.0055932, 0.76367134]: dx_1 is 21 ulp off its two terms' magnitudes, which
+// is not a bound): |dx_i - dx*_i| <= 2^-19·(1/T)·y_i·(|dy_i| + sum_j |dy_j·y_j|) (log-softmax:
+// 2^-19·(1/T)·(|dy_i| + e^(z_i)·sum_j |dy_j|)); double 2^-48. dy is made orthogonal to y.
+TYPED_TEST(softmax_test, backward_bound_where_the_inner_product_cancels) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double unit = sizeof(T) == 4 ? 0x1p-19 : 0x1p-48;
+  auto check = [&](std::vector<T> const& y, std::vector<T> const& dy, bool log, T temperature) {
+    const std::size_t n = y.size();
+    std::vector<T> dx(n);
+    TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, temperature,
+                               log ? smax::kernels::flag_log : 0u);
+    const std::vector<long double> yl(y.begin(), y.end()), dyl(dy.begin(), dy.end());
+    const auto ref = smax::reference::backward(yl, dyl, log, {temperature, false});
+    long double inner = 0;
+    for (std::size_t i = 0; i < n; ++i) inner += std::fabs(log ? dyl[i] : dyl[i] * yl[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      const long double terms = log ? std::fabs(dyl[i]) + std::exp(yl[i]) * inner : yl[i] * (std::fabs(dyl[i]) + inner);
+      const double bound = unit * static_cast<double>(terms / temperature);
+      if (!(std::fabs(static_cast<long double>(dx[i]) - ref[i]) <= bound))
+        return ::testing::AssertionFailure() << "at " << i << ": " << dx[i] << " against " << static_cast<double>(ref[i])
+                                             << ", bound " << bound << (log ? " (log)" : "") << ", n = " << n;
+    }
+    return ::testing::AssertionSuccess();
+  };
+  for (T temperature : {T(1), T(0.7), T(3)}) {
+    EXPECT_TRUE(check({T(0.33189312), T(0.32246792), T(0.34563896)}, {T(-0.81112695), T(0.0055932), T(0.76367134)},
+                      false, temperature));
+    for (std::size_t n : {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(1000), std::size_t(70000)})
+      for (unsigned seed = 0; seed < 20; ++seed) {
+        if (n > 1000 && seed > 1) break;
+        const auto x = random_row<T>(n, 6.0, 0.0, seed);
+        auto dy = random_row<T>(n, 2.0, 0.0, seed + 100);
+        for (bool log : forms) {
+          std::vector<T> y(n);
+          forward<TypeParam>(algorithm_id::automatic, log, x.data(), y.data(), n);
+          // dy minus its projection on y (on 1 for log-softmax): <dy, y> (sum dy) ~ 0.
+          long double dot = 0, norm = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            const long double w = log ? 1.0L : static_cast<long double>(y[i]);
+            dot += dy[i] * w;
+            norm += w * w;
+          }
+          std::vector<T> d(n);
+          for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<T>(dy[i] - dot / norm * (log ? 1.0L : y[i]));
+          EXPECT_TRUE(check(y, d, log, temperature)) << "seed " << seed;
+        }
+      }
+  }
+}
+
+// Rows with a leading dimension (ld > cols), softmax and log-softmax: the same gradients as row
+// by row.
+TYPED_TEST(softmax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (bool log : forms)
+      for (T temperature : {T(1), T(0.6)}) {
+        const std::size_t ld = cols + 7;
+        const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
+        const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+        const unsigned flags = log ? smax::kernels::flag_log : 0u;
+        std::vector<T> y(rows * ld);
+        TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, cols, temperature, flags, algorithm_id::automatic);
+        EXPECT_TRUE(rows_equal_single_rows<T>(
+            rows, cols, ld,
+            [&](T* dx) { TypeParam::table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols, temperature, flags); },
+            [&](std::size_t r, T* dx) {
+              TypeParam::table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols,
+                                         temperature, flags);
+            }))
+            << (log ? "log" : "softmax") << ", T = " << temperature;
+      }
+}
+
 // The public, header-only API: every overload, both types, n = 0, in place.
 TEST(softmax_api, overloads) {
   std::vector<float> x = {1, 2, 3, -HUGE_VALF}, y(4);

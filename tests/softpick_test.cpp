@@ -205,6 +205,39 @@ TYPED_TEST(softpick_test, spec_inputs) {
   }
 }
 
+// eps = 0 (allowed) with a maximum below the smallest normal number: S' = sum |a| is then
+// below 1/T's largest finite value's reciprocal, and 1/S' overflowed (y = [inf, nan] for
+// [1e-39, -1e-39], [inf] for [1e-39]). Rows of one register, several, and batches of four.
+TYPED_TEST(softpick_test, subnormal_maximum_with_zero_eps) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T d = std::numeric_limits<T>::min() / T(12);  // 1e-39 (float), 1.9e-309 (double)
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), TypeParam::width + 1, 4 * TypeParam::width,
+                        4 * TypeParam::width + 3, std::size_t(200), std::size_t(5000)}) {
+    std::vector<T> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = i % 2 ? -d : d * T(1 + i % 5);
+    for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, 0.0))) << "n = " << n;
+    // Four rows at once (the interleaved short-row kernel), ld > cols.
+    const std::size_t ld = n + 3;
+    std::vector<T> xs(4 * ld, T(0)), ys(4 * ld, T(-7));
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t i = 0; i < n; ++i) xs[r * ld + i] = r % 2 ? x[i] : T(2) * x[i];
+    table_of<TypeParam>::forward(xs.data(), ld, ys.data(), ld, 4, n, 0.0, softpick_algorithm::automatic);
+    for (std::size_t r = 0; r < 4; ++r) {
+      const auto ref = smax::reference::softpick(xs.data() + r * ld, n, 0.0L);
+      for (std::size_t i = 0; i < n; ++i)
+        EXPECT_TRUE(matches(ys[r * ld + i], ref[i], rtol<T>, std::numeric_limits<T>::min(), i)) << "row " << r;
+    }
+  }
+  const std::vector<T> pair = {d, -d}, one = {d};
+  std::vector<T> y(2);
+  forward<TypeParam>(softpick_algorithm::automatic, pair.data(), y.data(), 2, 0.0);
+  EXPECT_EQ(y[0], T(0.5));
+  EXPECT_EQ(y[1], T(0));
+  forward<TypeParam>(softpick_algorithm::automatic, one.data(), y.data(), 1, 0.0);
+  EXPECT_EQ(y[0], T(1));
+}
+
 TYPED_TEST(softpick_test, eps_is_configurable) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -334,6 +367,31 @@ TYPED_TEST(softpick_test, short_row_batches_equal_single_rows) {
                                                 std::vector<T>(x.begin() + r * cols, x.begin() + (r + 1) * cols))));
     }
   }
+}
+
+// Rows with a leading dimension (ld > cols): the same gradients as row by row.
+TYPED_TEST(softpick_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (double eps : {1e-8, 0.1}) {
+      const std::size_t ld = cols + 7;
+      const auto x = random_row<T>(rows * ld, 6.0, 1.0, static_cast<unsigned>(cols));
+      const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+      std::vector<T> y(rows * ld);
+      table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, eps, softpick_algorithm::automatic);
+      EXPECT_TRUE(rows_equal_single_rows<T>(
+          rows, cols, ld,
+          [&](T* dx) {
+            table_of<TypeParam>::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, eps);
+          },
+          [&](std::size_t r, T* dx) {
+            table_of<TypeParam>::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols,
+                                          dx, cols, 1, cols, eps);
+          }))
+          << "eps " << eps;
+    }
 }
 
 // Backward: against central finite differences of the long-double reference (small rows, no

@@ -427,6 +427,77 @@ TYPED_TEST(sparsemax_test, backward_against_finite_differences) {
   for (T v : dx) EXPECT_TRUE(std::isnan(v));
 }
 
+// The loss on rows with a large support far from 0 (101 entries in [6.6, 7.4], tau ~ -0.4): the
+// rounding of tau once entered multiplied by |S|·|tau| (double 6.9e-15 against the bound).
+TYPED_TEST(sparsemax_test, loss_with_a_large_support) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : std::ldexp(1.0, -50);
+  for (unsigned seed = 0; seed < 40; ++seed)
+    for (std::size_t n : {std::size_t(101), std::size_t(1000)}) {
+      const auto x = random_row<T>(n, 0.8, 7.0, seed);
+      for (std::size_t t = 0; t < n; t += n / 20) {
+        const T got = table_of<TypeParam>::loss(x.data(), n, t);
+        const long double want = smax::reference::sparsemax_loss(x.data(), n, t);
+        ASSERT_NEAR(static_cast<double>(got), static_cast<double>(want), eps * (1 + std::fabs(static_cast<double>(want))))
+            << "seed " << seed << ", n " << n << ", t " << t;
+      }
+    }
+}
+
+// The scratch buffer's allocation failing (rows longer than 128; made to fail through the
+// test-only limit): every algorithm gives a NaN row, the loss NaN, its gradient a NaN row.
+TYPED_TEST(sparsemax_test, scratch_allocation_failure_gives_nan) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  struct failing_allocation {
+    std::size_t& limit = smax::kernels::sparsemax_detail::scratch_limit<typename TypeParam::arch>;
+    failing_allocation() { limit = 0; }
+    ~failing_allocation() { limit = ~std::size_t(0); }
+  };
+  const sparsemax_algorithm algorithms[] = {sparsemax_algorithm::automatic, sparsemax_algorithm::sort,
+                                            sparsemax_algorithm::pivot, sparsemax_algorithm::filter,
+                                            sparsemax_algorithm::stream};
+  for (std::size_t n : {std::size_t(200), std::size_t(5000), std::size_t(70000)}) {
+    const auto x = random_row<T>(n, 3.0, 0.0, static_cast<unsigned>(n));
+    {
+      const failing_allocation fail;
+      for (auto a : algorithms) {
+        const auto y = run<TypeParam>(a, x);
+        for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(y[i])) << "n " << n << ", i " << i;
+      }
+      EXPECT_TRUE(std::isnan(table_of<TypeParam>::loss(x.data(), n, 0)));
+      std::vector<T> dx(n);
+      table_of<TypeParam>::loss_backward(x.data(), n, 0, T(1), dx.data());
+      for (T v : dx) ASSERT_TRUE(std::isnan(v));
+    }
+    // The same rows once the allocation succeeds again.
+    const auto ref = smax::reference::sparsemax(x.data(), n);
+    for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, ref)));
+  }
+}
+
+// Rows with a leading dimension (ld > cols): the same gradients as row by row.
+TYPED_TEST(sparsemax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
+    const std::size_t ld = cols + 7;
+    const auto x = random_row<T>(rows * ld, 3.0, 0.0, static_cast<unsigned>(cols));
+    const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+    std::vector<T> y(rows * ld, T(-7)), dx(rows * ld, T(-7));
+    table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, sparsemax_algorithm::automatic);
+    table_of<TypeParam>::backward(y.data(), ld, dy.data(), ld, dx.data(), ld, rows, cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<T> one(cols);
+      table_of<TypeParam>::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, one.data(), cols, 1, cols);
+      for (std::size_t i = 0; i < cols; ++i) ASSERT_EQ(dx[r * ld + i], one[i]) << "row " << r << ", i " << i;
+      for (std::size_t i = cols; i < ld; ++i) ASSERT_EQ(dx[r * ld + i], T(-7)) << "padding written";
+    }
+  }
+}
+
 TYPED_TEST(sparsemax_test, loss) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

@@ -117,6 +117,68 @@ TYPED_TEST(ssmax_test, paper_figure_one) {
   }
 }
 
+// λ = s·ln n + b rounded from double: where the two terms cancel (s = 1, b = -3, n = 18:
+// λ = -0.11) its rounding is relative to |s·ln n| + |b|, not to |λ|, and moves y_i by up to
+// δλ·(|x_i - m| + max_j |x_j - m|) relative (the mean of x - m under y as well as x_i's own):
+// the bound adds 2^-51·(|s·ln n| + |b|)·(|x_i - m| + max_j |x_j - m|). Checked through the public
+// API, which computes λ, against the reference at the exact λ.
+TYPED_TEST(ssmax_test, lambda_rounding_where_its_terms_cancel) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  struct lambda_case {
+    double s, b;
+    std::size_t n;
+  };
+  for (auto const& c : {lambda_case{1, -3, 18}, lambda_case{1, -3, 20}, lambda_case{0.43, -1.3, 21},
+                        lambda_case{-1, 2.9, 18}, lambda_case{2, -5.7, 17}})
+    for (unsigned seed = 0; seed < 50; ++seed) {
+      const auto x = random_row<T>(c.n, 400.0, 0.0, seed);  // λ·(x - m) up to 44
+      std::vector<T> y(c.n);
+      smax::ssmax(x.data(), y.data(), c.n, {c.s, c.b});
+      const long double lambda = c.s * std::log(static_cast<long double>(c.n)) + c.b;
+      const auto r = smax::reference::ssmax(x.data(), c.n, lambda);
+      // m: the entry of the largest λ·x (the minimum when λ < 0).
+      long double m = lambda >= 0 ? -HUGE_VALL : HUGE_VALL, spread = 0;
+      for (T v : x) m = lambda >= 0 ? std::fmax(m, static_cast<long double>(v)) : std::fmin(m, static_cast<long double>(v));
+      for (T v : x) spread = std::fmax(spread, std::fabs(v - m));
+      const double base = sizeof(T) == 4 ? 1e-6 : 1e-14, slope = sizeof(T) == 4 ? 0x1p-22 : 0x1p-51;
+      const double lambda_error = 0x1p-51 * (std::fabs(c.s * std::log(double(c.n))) + std::fabs(c.b));
+      for (std::size_t i = 0; i < c.n; ++i) {
+        const double d = static_cast<double>(std::fabs(x[i] - m));
+        const double rtol = base + d * std::fabs(static_cast<double>(lambda)) * slope +
+                            lambda_error * (d + static_cast<double>(spread));
+        ASSERT_TRUE(matches(y[i], r[i], rtol, std::numeric_limits<T>::min(), i))
+            << "s = " << c.s << ", b = " << c.b << ", n = " << c.n << ", seed " << seed;
+      }
+    }
+}
+
+// Rows with a leading dimension (ld > cols): dx the same as row by row, dλ the sum of the rows'.
+TYPED_TEST(ssmax_test, rows_backward_equals_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::ssmax_table<typename TypeParam::arch>;
+  const std::size_t rows = 5;
+  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+    for (T lambda : {T(1.7), T(-0.4)}) {
+      const std::size_t ld = cols + 7;
+      const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
+      const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
+      std::vector<T> y(rows * ld);
+      table::forward(x.data(), ld, y.data(), ld, rows, cols, lambda, 0u);
+      double batched_dlambda = 0, single_dlambda = 0;
+      EXPECT_TRUE(rows_equal_single_rows<T>(
+          rows, cols, ld,
+          [&](T* dx) { table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, lambda, &batched_dlambda); },
+          [&](std::size_t r, T* dx) {
+            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1,
+                            cols, lambda, &single_dlambda);
+          }))
+          << "lambda " << lambda;
+      EXPECT_NEAR(batched_dlambda, single_dlambda, 1e-12 * (1 + std::fabs(single_dlambda)));
+    }
+}
+
 // dx and the parameter gradients against central differences of the long-double reference, for
 // the loss L = <w, y>.
 TYPED_TEST(ssmax_test, backward_and_parameter_gradients) {

@@ -162,4 +162,25 @@ template <class C, class T>
                << (log ? ", log" : "") << ", n = " << n << "]";
 }
 
+// A `_rows` backward against its single-row form: batched(dx) writes all rows of a rows × cols
+// matrix with leading dimension ld (> cols) into dx (prefilled with -7), single(r, dx_r) row r
+// alone into cols values. The rows must equal the single rows bit for bit, the padding untouched.
+template <class T, class Batched, class Single>
+::testing::AssertionResult rows_equal_single_rows(std::size_t rows, std::size_t cols, std::size_t ld,
+                                                  Batched const& batched, Single const& single) {
+  std::vector<T> dx(rows * ld, T(-7));
+  batched(dx.data());
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::vector<T> one(cols, T(-5));
+    single(r, one.data());
+    for (std::size_t i = 0; i < cols; ++i)
+      if (!(dx[r * ld + i] == one[i] || (std::isnan(dx[r * ld + i]) && std::isnan(one[i]))))
+        return ::testing::AssertionFailure() << "row " << r << ", " << i << ": " << dx[r * ld + i]
+                                             << " against " << one[i] << " (cols " << cols << ")";
+    for (std::size_t i = cols; i < ld; ++i)
+      if (dx[r * ld + i] != T(-7)) return ::testing::AssertionFailure() << "padding of row " << r << " written";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace smax_test

@@ -90,11 +90,13 @@ inline online_state<T> merge(online_state<T> const& a, online_state<T> const& b,
   if (a.sum == 0.0) return b;  // the identity, or a fully masked chunk
   if (b.sum == 0.0) return a;
   const T max = a.max > b.max ? a.max : b.max;
-  const double inv_t = 1.0 / opts.temperature;
+  // Halves: m - M can overflow double where (m - M)/T does not (double maxima ±1.6e308 at
+  // T = 5e307); halving is exact, so this is (m - M)/T with one rounding of the difference.
+  const double inv_t = 1.0 / opts.temperature, half_max = 0.5 * static_cast<double>(max);
   online_state<T> s;
   s.max = max;
-  s.sum = a.sum * std::exp((static_cast<double>(a.max) - max) * inv_t) +
-          b.sum * std::exp((static_cast<double>(b.max) - max) * inv_t);
+  s.sum = a.sum * std::exp((0.5 * static_cast<double>(a.max) - half_max) * inv_t * 2.0) +
+          b.sum * std::exp((0.5 * static_cast<double>(b.max) - half_max) * inv_t * 2.0);
   return s;
 }
 

@@ -11,7 +11,10 @@
 //   Types:         float, double.
 //   Maximum error: <= 2 ulp (2.5 ulp on SSE2, which has no FMA) of σ(x + b) with x + b exact, for
 //                  every output >= FLT_MIN (DBL_MIN); checked by tests/sigmoid_test.cpp against
-//                  long double on every instruction set.
+//                  long double on every instruction set. b is the bias as the kernel holds it:
+//                  for sigmoid attention -ln(seq_len) computed in double and rounded to T (at
+//                  seq_len = 2^31 that rounding alone puts σ up to 8 float ulp from
+//                  σ(x - ln seq_len)).
 //   Valid range:   every x; smaller outputs (t < -87.3 for float) may be flushed to 0.
 //   Bad input:     elementwise, so no row rule of docs/edge_cases.md applies: -inf -> 0,
 //                  +inf -> 1, NaN -> NaN at that position only; n = 0 does nothing.

@@ -11,8 +11,10 @@
 //   Types:         float, double.
 //   Maximum error: as softmax with T = 1/λ: float: relative error <= 1e-6 + |x_i - m|·|λ|·2^-22
 //                  for every output >= FLT_MIN; double: <= 1e-14 + |x_i - m|·|λ|·2^-51. λ = 1 is
-//                  softmax bit for bit. Checked by tests/ssmax_test.cpp against long double on
-//                  every instruction set.
+//                  softmax bit for bit. Both plus the rounding of λ = s·ln n + b in double,
+//                  2^-51·(|s·ln n| + |b|)·(|x_i - m| + max_j |x_j - m|): relative to the terms,
+//                  not to λ, where they cancel (s = 1, b = -3, n = 18 gives λ = -0.11). Checked
+//                  by tests/ssmax_test.cpp against long double on every instruction set.
 //   Valid range:   any finite x and any finite λ (either sign); outputs below FLT_MIN may be
 //                  flushed to 0.
 //   Bad input:     softmax's rules: -inf entries are masked (scaling happens on the finite

@@ -297,6 +297,27 @@ inline T multimax_finite_min(const T* x, std::size_t n) noexcept {
   return -smax::detail::horizontal_max(-l);
 }
 
+// Rows whose σ may decrease somewhere: the max pass computes σ (see multimax_range).
+template <class A, class T>
+inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A, T> const& sigma,
+                         std::size_t next_row) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const T neg_inf = -__builtin_huge_val();
+  const auto r = multimax_range<A>(x, n, sigma);
+  // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
+  if (multimax_special_row<A>(r.max, r.max != r.max, y, n)) return;
+  const double s = primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
+    return primitives::map_sum<A, true>(
+        x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
+  });
+  if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
+}
+
+// The largest rounding margin the nondecreasing form takes (see multimax_row_nondecreasing): it
+// costs the row's outputs at most a factor e^-1 of exponent range.
+constexpr double multimax_max_margin = 1.0;
+
 // Rows whose σ is nondecreasing: the max pass is softmax's (max and min of x, two operations per
 // element), and σ(max x) is the maximum. The computed σ is not exactly monotone (it is
 // rounded), so the shift is σ(max x) raised by the rounding margin: every σ(x_i) - shift is then
@@ -319,6 +340,11 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   const T min_finite = masked ? multimax_finite_min<A>(x, n) : range.min;
   const double margin = __builtin_fmax(multimax_rounding_margin<A>(range.max, p),
                                   multimax_rounding_margin<A>(min_finite, p));
+  // The margin lowers every exp(σ(x) - shift) by up to e^-margin. It grows with x² (2^-19·1.5x²
+  // is 128 at |x| = 6680 for t3 = 1.5), and beyond a few units the row's largest values would
+  // underflow with it (a sum of 0, a NaN row): such rows take the maximum of the computed σ
+  // itself, whose exponentials need no margin.
+  if (margin > multimax_max_margin) return multimax_row<A>(x, y, n, multimax_modulation<A, T>(p), next_row);
   const T top = smax::detail::horizontal_max(unmasked(batch(range.max)));
   const T bottom = smax::detail::horizontal_max(unmasked(batch(min_finite)));
   const T shift = static_cast<T>(static_cast<double>(top) + margin);
@@ -338,23 +364,6 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
     });
   }
   if (s != s) return fill_row<A>(y, n, nan);
-  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
-}
-
-// Rows whose σ may decrease somewhere: the max pass computes σ (see multimax_range).
-template <class A, class T>
-inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A, T> const& sigma,
-                         std::size_t next_row) noexcept {
-  using batch = xsimd::batch<T, A>;
-  const T neg_inf = -__builtin_huge_val();
-  const auto r = multimax_range<A>(x, n, sigma);
-  // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
-  if (multimax_special_row<A>(r.max, r.max != r.max, y, n)) return;
-  const double s = primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
-    return primitives::map_sum<A, true>(
-        x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
-  });
-  if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 

@@ -2,6 +2,9 @@
 // What every normalising row kernel shares: its parameters and the row rules of the bad-input
 // contract (docs/edge_cases.md: all masked, +inf, NaN), applied before any exponential is taken.
 
+#include <cmath>
+#include <limits>
+
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
 #include "../primitives/stream.hpp"
@@ -99,17 +102,96 @@ struct flush_subnormal_results<A, true> {
 };
 #endif
 
+// Calls f(z) with z(v) = (v - max)·(1/T) - log_sum for a batch v. For T > 1, x - max can overflow
+// where (x - max)/T is finite (log-softmax of [3e38, -3e38] at T = 3.7): the difference is then
+// taken of halves, fma(x, 1/2, -max/2) (one rounding, as x - max: halving is exact), and scaled
+// by 2/T, which gives the same bits wherever x - max is finite (outside the subnormal range).
+template <class A, class T, class F>
+SMAX_ALWAYS_INLINE decltype(auto) with_log_softmax_value(T max, T inv_t, double log_sum, F&& f) {
+  using batch = xsimd::batch<T, A>;
+  const batch neg_log_sum(static_cast<T>(-log_sum));
+  if (inv_t < T(1)) {
+    const batch half(T(0.5)), neg_half_max(-max * T(0.5)), twice_inv(inv_t * T(2));
+    return f([=](batch const& v) {
+      return smax::detail::mul_add(smax::detail::mul_add(v, half, neg_half_max), twice_inv, neg_log_sum);
+    });
+  }
+  const batch m(max), inv(inv_t);
+  return f([=](batch const& v) { return smax::detail::mul_add(v - m, inv, neg_log_sum); });
+}
+
 // z = (x - max)·(1/T) - log_sum, one rounding when T != 1 and exact subtraction otherwise.
 template <class A, class T>
 inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
                               double log_sum) noexcept {
-  using batch = xsimd::batch<T, A>;
-  const batch m(max), inv(inv_t), neg_log_sum(static_cast<T>(-log_sum));
-  auto z = [&](batch const& v) { return smax::detail::mul_add(v - m, inv, neg_log_sum); };
-  if (primitives::should_stream<A, T>(n))
-    primitives::map_streaming<A>(x, y, n, z);
-  else
-    primitives::map<A>(x, y, n, z);
+  with_log_softmax_value<A>(max, inv_t, log_sum, [&](auto const& z) {
+    if (primitives::should_stream<A, T>(n))
+      primitives::map_streaming<A>(x, y, n, z);
+    else
+      primitives::map<A>(x, y, n, z);
+  });
+}
+
+// 1/T below this (T above 1e36 for float, 1e305 for double) lets exp((x - max)/T) be nonzero for
+// an x - max beyond the largest finite value, which the vector kernels' difference overflows
+// to -inf: such calls take wide_range_row.
+template <class T>
+constexpr T wide_range_inv_temperature = T(1024) / std::numeric_limits<T>::max();
+
+// A row at such a temperature, in scalar code: x - max in double (float rows) or as
+// x/2 - max/2 (double rows, scaled by 2/T), the exponentials and the sum in double. A rare path
+// (T > 1e36) that needs no speed.
+template <class A, class T>
+inline double wide_range_difference(T x, T max, T inv_t) noexcept {
+  if (sizeof(T) == 4) return (static_cast<double>(x) - static_cast<double>(max)) * static_cast<double>(inv_t);
+  return (static_cast<double>(x) * 0.5 - static_cast<double>(max) * 0.5) * (2.0 * static_cast<double>(inv_t));
+}
+
+// Sum of exp((x - max)/T) over the row (masked entries give 0); max finite. Compensated
+// (Neumaier), so that its error does not grow with n.
+template <class A, class T>
+inline double wide_range_sum(const T* x, std::size_t n, T max, T inv_t) noexcept {
+  double sum = 0.0, error = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double e = ::exp(wide_range_difference<A>(x[i], max, inv_t));
+    const double t = sum + e;
+    error += __builtin_fabs(sum) >= e ? (sum - t) + e : (e - t) + sum;
+    sum = t;
+  }
+  return sum + error;
+}
+
+// The row's maximum, NaN when it holds a NaN or +inf, -inf when every entry is masked.
+template <class A, class T>
+inline T wide_range_max(const T* x, std::size_t n) noexcept {
+  T max = -__builtin_huge_val();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (x[i] != x[i]) return x[i];
+    if (x[i] > max) max = x[i];
+  }
+  return max == __builtin_huge_val() ? static_cast<T>(__builtin_nan("")) : max;
+}
+
+// y from the row's state (max finite, sum in double).
+template <class A, class T>
+inline void wide_range_normalize(const T* x, T* y, std::size_t n, T max, double sum,
+                                 row_params<T> const& p) noexcept {
+  const double log_sum = ::log(sum);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = wide_range_difference<A>(x[i], max, p.inv_temperature);
+    y[i] = static_cast<T>(p.log ? d - log_sum : ::exp(d) / sum);
+  }
+}
+
+template <class A, class T>
+inline void wide_range_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  const T max = wide_range_max<A>(x, n);
+  if (finish_special_row<A>(max, max != max, y, n, p)) return;
+  if (n == 1) {
+    y[0] = p.log ? T(0) : T(1);
+    return;
+  }
+  wide_range_normalize<A>(x, y, n, max, wide_range_sum<A>(x, n, max, p.inv_temperature), p);
 }
 
 }  // namespace kernels

@@ -126,6 +126,10 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
   [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
+  if (scaled && inv_temperature < wide_range_inv_temperature<T>) {  // T > 1e36: rare, scalar
+    for (std::size_t r = 0; r < rows; ++r) wide_range_row<A>(x + r * ldx, y + r * ldy, cols, p);
+    return;
+  }
   if (algorithm == algorithm_id::automatic) {
     const std::size_t bytes = cols * sizeof(T);
     if (cols <= 2 * row_block<T>)
@@ -216,6 +220,12 @@ inline void online_reduce(const T* x, std::size_t n, T temperature, T* max,
     return;
   }
   const T inv_t = T(1) / temperature;
+  if (inv_t < wide_range_inv_temperature<T>) {  // as forward_rows_scaled
+    const T m = wide_range_max<A>(x, n);
+    *max = m;
+    *sum = m > -T(__builtin_huge_val()) && m < T(__builtin_huge_val()) ? wide_range_sum<A>(x, n, m, inv_t) : 0.0;
+    return;
+  }
   const online_partial<T> s = inv_t != T(1) ? online_reduce_row<A, T, true>(x, n, inv_t)
                                             : online_reduce_row<A, T, false>(x, n, inv_t);
   *max = s.max;
@@ -232,6 +242,7 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     return;
   }
   if (finish_special_row<A>(max, max != max, y, n, p)) return;
+  if (p.inv_temperature < wide_range_inv_temperature<T>) return wide_range_normalize<A>(x, y, n, max, sum, p);
   const online_partial<T> s{max, sum};
   if (p.inv_temperature != T(1))
     online_normalize_row<A, T, true>(x, y, n, s, p);

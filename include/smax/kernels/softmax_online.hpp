@@ -43,6 +43,7 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     if (kind == block_kind::nan_row) return nan_state;
     if (kind == block_kind::masked) continue;  // contributes nothing
     const bool grew = r.max > state.max;
+    const T old_max = state.max;
     if (grew) state.max = r.max;
     if (r.min < state.min) state.min = r.min;
     // While the block is summed from L1, the next one is prefetched: otherwise memory would sit
@@ -50,7 +51,9 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     const std::size_t ahead = b + 2 * row_block<T> <= n ? row_block<T> : 0;
     auto block_sum = [&](auto const& e) {
       if (grew) {
-        if (state.sum != 0.0) state.sum *= primitives::exp_of_difference(shift, e.shift());
+        if (state.sum != 0.0)
+          state.sum *= primitives::exp_of_shift_difference(shift, e.shift(), old_max, state.max,
+                                                           Scaled ? inv_t : T(1));
         shift = e.shift();
       }
       return primitives::map_sum<A, false>(x + b, static_cast<T*>(nullptr), len, -inf, e, ahead);
@@ -103,6 +106,10 @@ inline void online_row(const T* x, T* y, std::size_t n, row_params<T> const& p) 
   const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, true>(x, n, p.inv_temperature)
                                     : online_reduce_row<A, T, Scaled>(x, n, p.inv_temperature);
   if (finish_special_row<A>(s.max, s.max != s.max, y, n, p)) return;
+  if (n == 1) {  // exactly [1] / [0], as the other kernels (the shifts would leave an ulp)
+    y[0] = p.log ? T(0) : T(1);
+    return;
+  }
   online_normalize_row<A, T, Scaled>(x, y, n, s, p);
 }
 

@@ -27,10 +27,8 @@ SMAX_ALWAYS_INLINE double exponentiate(primitives::register_row<A, T, Count>& ro
 template <class A, class T, std::size_t Count>
 SMAX_ALWAYS_INLINE void normalize_log(primitives::register_row<A, T, Count>& row, double sum, T max,
                                       row_params<T> const& p) noexcept {
-  using batch = xsimd::batch<T, A>;
-  const batch mb(max), inv(p.inv_temperature);
-  const batch neg_log_sum(static_cast<T>(-primitives::log_of_row_sum<A, T>(sum)));
-  row.transform([&](batch const& v) { return smax::detail::mul_add(v - mb, inv, neg_log_sum); });
+  with_log_softmax_value<A>(max, p.inv_temperature, primitives::log_of_row_sum<A, T>(sum),
+                           [&](auto const& z) { row.transform(z); });
 }
 
 // A short softmax row's values divided by their sum, with the exp functor e (the normaliser
@@ -174,7 +172,9 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
   const primitives::log_shift row_shift = primitives::product_shift(row_max, Scaled ? p.inv_temperature : T(1));
   double sum = 0.0;
   for (std::size_t b = 0; b < blocks; ++b) {
-    const double scale = block_max[b] == -inf ? 0.0 : primitives::exp_of_difference(block_shift[b], row_shift);
+    const double scale = block_max[b] == -inf ? 0.0
+                         : primitives::exp_of_shift_difference(block_shift[b], row_shift, block_max[b], row_max,
+                                                               Scaled ? p.inv_temperature : T(1));
     sum += block_sum[b] * scale;
     block_sum[b] = scale;
   }

@@ -10,7 +10,8 @@
 // Masked entries (-inf) contribute nothing (XNNPACK's kernel would give NaN).
 //
 // Accuracy: as three-pass for softmax; log-softmax z within 2^-22·(|z| + 1 + log n), but with
-// no max subtracted an exactly-0 output (n = 1, or one dominant entry) comes out as ~1e-8.
+// no max subtracted an exactly-0 output of one dominant entry comes out as ~1e-8 (n = 1 is
+// exact: it goes to the three-pass kernel).
 
 #include <cmath>
 #include <cstdint>
@@ -130,6 +131,16 @@ struct extended_sum {
                        value * ops::exp2_nonpositive(exponent - new_exponent));
     exponent = new_exponent;
   }
+
+  // Moves the lane sums into `carry` (whose exponents are never above these) and zeroes them,
+  // keeping the exponents: each lane sum then takes only a few additions before it is carried,
+  // which bounds its rounding error, and the carry costs five operations.
+  void carry_into(extended_sum& carry) noexcept {
+    using ops = two_pass_exp<A, T>;
+    carry.value = smax::detail::mul_add(carry.value, ops::exp2_nonpositive(carry.exponent - exponent), value);
+    carry.exponent = exponent;
+    value = batch(T(0));
+  }
 };
 
 // The row total V·2^E in double, folded from the lanes after every block, so the float lane sums
@@ -170,8 +181,13 @@ struct extended_total {
   }
 };
 
-// Elements per block of pass 1 before the lanes are folded into the double total.
-constexpr std::size_t two_pass_block = 4096;
+// Pass 1 sums in three levels, so that no float lane sum takes many additions (a lane sum of m
+// terms is off by up to (m - 1)·2^-24 relative: 128 terms a lane cost rows of 4095 equal
+// entries 1.9e-6 on AVX-512, beyond the softmax bound): each accumulator's lanes take
+// two_pass_lane_iterations terms, are then carried into a second (V, E) register, which takes
+// two_pass_carries of them before the block's lanes are folded into the double total.
+constexpr std::size_t two_pass_lane_iterations = 8;
+constexpr std::size_t two_pass_carries = 16;
 
 template <class A, class T, bool Scaled>
 inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
@@ -182,24 +198,35 @@ inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p
   const T inf = __builtin_huge_val();
   // Without a fused multiply-add the product x·(1/T) cannot be carried exactly (its rounding
   // would cost |x/T|·2^-24, not |x - max|/T·2^-24): use the three-pass kernel.
-  if (Scaled && !smax::detail::has_native_fma<A>::value) return three_pass_row<A, T, Scaled>(x, y, n, p);
+  // A single entry is exactly [1] ([0] for log-softmax); with no maximum subtracted, p·2^(k - E)/V
+  // would only come within an ulp of it.
+  if (n == 1 || (Scaled && !smax::detail::has_native_fma<A>::value)) return three_pass_row<A, T, Scaled>(x, y, n, p);
   const two_pass_input<A, T, Scaled> input{batch(p.inv_temperature)};
 
-  // Pass 1: two accumulators for instruction-level parallelism, folded per block.
-  extended_sum<A, T> s0, s1;
+  // Pass 1: two accumulators for instruction-level parallelism, carried and folded as above.
+  constexpr std::size_t lane_run = 2 * width * two_pass_lane_iterations;
+  constexpr std::size_t block = lane_run * two_pass_carries;
+  extended_sum<A, T> s0, s1, carry0, carry1;
   extended_total<A> total;
   batch u, u_err;
   std::size_t i = 0;
   while (i + 2 * width <= n) {
-    const std::size_t block_end = n - i > two_pass_block ? i + two_pass_block : n;
-    for (; i + 2 * width <= block_end; i += 2 * width) {
-      input(batch::load_unaligned(x + i), u, u_err);
-      s0.add(u, u_err);
-      input(batch::load_unaligned(x + i + width), u, u_err);
-      s1.add(u, u_err);
+    const std::size_t block_end = n - i > block ? i + block : n;
+    while (i + 2 * width <= block_end) {
+      const std::size_t run_end = block_end - i > lane_run ? i + lane_run : block_end;
+      for (; i + 2 * width <= run_end; i += 2 * width) {
+        input(batch::load_unaligned(x + i), u, u_err);
+        s0.add(u, u_err);
+        input(batch::load_unaligned(x + i + width), u, u_err);
+        s1.add(u, u_err);
+      }
+      s0.carry_into(carry0);
+      s1.carry_into(carry1);
     }
-    total.add(s0);
-    total.add(s1);
+    total.add(carry0);
+    total.add(carry1);
+    carry0.reset();
+    carry1.reset();
     s0.reset();
     s1.reset();
   }
@@ -223,8 +250,10 @@ inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p
     three_pass_row<A, T, Scaled>(x, y, n, p);
     return;
   }
-  if (total.value == 0.0) {  // every entry masked
-    finish_special_row<A>(-inf, false, y, n, p);
+  if (total.value == 0.0) {
+    // Every u is -inf: the row is fully masked, or every x/T is below the lowest finite value
+    // (x = -1e30, T = 1e-30), which only the max-subtracting kernel can tell apart.
+    three_pass_row<A, T, Scaled>(x, y, n, p);
     return;
   }
   const T exponent = static_cast<T>(total.exponent);

@@ -232,6 +232,25 @@ inline bool finish_special(T max, const T* x, T* y, std::size_t n) noexcept {
   return false;
 }
 
+// y = v/S' for the stored v = relu(b) and S' = sum |b| + eps/c (in double). S' >= 0.7·m unless
+// eps = 0, so only a row whose maximum is below the smallest normal number can have a 1/S' beyond
+// T's range ([1e-39, -1e-39] with eps = 0: 1/S' = 5e38): there v and S' are both scaled by
+// 2^digits first, which keeps the quotient's bits (a product with an infinite factor would give
+// inf and NaN).
+template <class A, class T, class F>
+SMAX_ALWAYS_INLINE decltype(auto) with_normalizer(double s, F&& f) {
+  using batch = xsimd::batch<T, A>;
+  constexpr double largest = std::numeric_limits<T>::max();  // constant: no call into non-A code
+  const double inverse = 1.0 / s;
+  if (inverse <= largest) {
+    const batch inv(static_cast<T>(inverse));
+    return f([inv](batch const& v) { return v * inv; });
+  }
+  constexpr double up = sizeof(T) == 4 ? 0x1p24 : 0x1p53;
+  const batch pre(static_cast<T>(up)), inv(static_cast<T>(1.0 / (s * up)));
+  return f([pre, inv](batch const& v) { return (v * pre) * inv; });
+}
+
 // y = relu(b)/S' for rows of at most four registers, held in registers throughout.
 template <class A, class T, std::size_t Count>
 SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, double eps) noexcept {
@@ -252,8 +271,7 @@ SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, double eps) 
     });
     return smax::detail::horizontal_sum(acc);
   });
-  const batch inv(static_cast<T>(1.0 / (s + eps / p.c)));
-  row.transform([&](batch const& v) { return v * inv; });
+  with_normalizer<A, T>(s + eps / p.c, [&](auto const& normalize) { row.transform(normalize); });
   row.store(y);
 }
 
@@ -275,11 +293,14 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
   primitives::register_row<A, T, Count> rows[K];
   T max[K];
   bool ordinary = true;
+  constexpr T smallest_normal = std::numeric_limits<T>::min();
   primitives::unroll<K>([&](auto k) {
     rows[k].load(x + k * ldx, n, neg_inf);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
-    ordinary = ordinary && !lanes.has_nan && max[k] > T(0) && max[k] <= constants<T>::fast_max;
+    // A maximum below the smallest normal number may need with_normalizer's rare form.
+    ordinary = ordinary && !lanes.has_nan && max[k] >= smallest_normal &&
+               max[k] <= constants<T>::fast_max;
   });
   if (!ordinary) {
     primitives::unroll<K>([&](auto k) { short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, eps); });
@@ -324,8 +345,7 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, double eps,
     return store_relu_sum_abs<A, true>(x, y, n, f, next_row);
   });
   if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
-  const batch inv(static_cast<T>(1.0 / (s + eps / p.c)));
-  primitives::map<A>(y, y, n, [&](batch const& v) { return v * inv; });
+  with_normalizer<A, T>(s + eps / p.c, [&](auto const& normalize) { primitives::map<A>(y, y, n, normalize); });
 }
 
 template <class A, class T>
@@ -363,14 +383,15 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   if (max == -inf) return fill_row<A>(y, n, nan);  // E4
   if (max <= T(0)) return fill_row<A>(y, n, T(0));  // no NaN: the sum would show it
   const plan<T> p = make_plan<A>(max, min);
-  const batch inv(static_cast<T>(1.0 / (sum + eps / p.c)));
   const std::size_t ahead = n * sizeof(T) > (std::size_t(1) << 20) ? 8192 / sizeof(T) : 0;
-  with_term<A>(p, [&](auto const& f) {
-    auto normalized = [&](batch const& v) { return xsimd::max(f(v), batch(T(0))) * inv; };
-    if (primitives::should_stream<A, T>(n))
-      primitives::map_streaming<A>(x, y, n, normalized, ahead);
-    else
-      primitives::map<A>(x, y, n, normalized, ahead);
+  with_normalizer<A, T>(sum + eps / p.c, [&](auto const& normalize) {
+    with_term<A>(p, [&](auto const& f) {
+      auto normalized = [&](batch const& v) { return normalize(xsimd::max(f(v), batch(T(0)))); };
+      if (primitives::should_stream<A, T>(n))
+        primitives::map_streaming<A>(x, y, n, normalized, ahead);
+      else
+        primitives::map<A>(x, y, n, normalized, ahead);
+    });
   });
 }
 

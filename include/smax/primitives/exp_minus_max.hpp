@@ -50,10 +50,30 @@ inline log_shift subtract_shifts(log_shift a, log_shift b) noexcept {
 }
 
 // exp(a - b) for shifts within a few hundred of each other (the caller's range), to about one
-// ulp of double.
+// ulp of double. The same shift (bit for bit) gives exactly 1, also a max·s that overflowed
+// double (a double row's max = 1e300 at T = 1e-10: hi infinite, lo NaN).
 inline double exp_of_difference(log_shift a, log_shift b) noexcept {
+  if (__builtin_memcmp(&a, &b, sizeof a) == 0) return 1.0;
   const log_shift d = subtract_shifts(a, b);
   return ::exp(d.hi) * (1.0 + d.lo);
+}
+
+// exp((a - b)·s) for a <= b: the ratio of the sums of two maxima a and b, from the maxima
+// themselves. For when both shifts a·s and b·s overflowed double (exp_of_difference cannot
+// tell their difference); the rounding errors of a - b and of the product are carried.
+inline double exp_of_scaled_difference(double a, double b, double s) noexcept {
+  const log_shift d = subtract_shifts({a, 0.0}, {b, 0.0});
+  const double p = d.hi * s;
+  if (!(p > -800.0)) return 0.0;  // below double's range (and keeps the residual finite)
+  return ::exp(p) * (1.0 + (__builtin_fma(d.hi, s, -p) + d.lo * s));
+}
+
+// exp(σ_a - σ_b) for the shifts of maxima a <= b with scale s: exp_of_difference, unless a shift
+// overflowed (then only the maxima tell the difference; with one shift finite it is 0, where
+// inf - inf would be NaN).
+inline double exp_of_shift_difference(log_shift sa, log_shift sb, double a, double b, double s) noexcept {
+  if (__builtin_isinf(sa.hi) || __builtin_isinf(sb.hi)) return exp_of_scaled_difference(a, b, s);
+  return exp_of_difference(sa, sb);
 }
 
 // How the rounding error of d = x - m is recovered. Every form but `dropped` gives the exact
