@@ -58,21 +58,19 @@ static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
 #error "smax needs an instruction set xsimd supports (SSE2, AVX2, AVX-512, NEON): check the compiler flags"
 #endif
 
+// Supported compilers: GCC and Clang (both tested). The kernels use their builtins
+// (__builtin_huge_val, __builtin_nan, __builtin_expect, ...) throughout; MSVC is not supported.
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "smax needs GCC or Clang (its kernels use their builtins); MSVC is not supported"
+#endif
+
 // The hot building blocks (the exp, the per-element functors) are forced inline, and the loops
 // that call them (map_sum, map, short_row, ...) inline everything they call. GCC stops inlining
 // in a translation unit once it has grown by --param inline-unit-growth, and a dispatch unit,
 // which instantiates every family for one instruction set, reaches that limit: the exp was then
 // called out of line once per vector, which made short rows markedly slower.
-#if defined(__GNUC__) || defined(__clang__)
 #define SMAX_ALWAYS_INLINE inline __attribute__((always_inline))
 #define SMAX_FLATTEN __attribute__((flatten))
-#elif defined(_MSC_VER)
-#define SMAX_ALWAYS_INLINE __forceinline
-#define SMAX_FLATTEN
-#else
-#define SMAX_ALWAYS_INLINE inline
-#define SMAX_FLATTEN
-#endif
 
 #define SMAX_BEGIN_NAMESPACE namespace smax { inline namespace SMAX_ABI_NAMESPACE {
 #define SMAX_END_NAMESPACE } }
