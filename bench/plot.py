@@ -93,16 +93,16 @@ def run_name(entry):
 def load(path):
     """Returns (context, {family: {implementation: {Size: Gelem/s}}}, times, failures).
 
-    times: {family: {implementation: {Size: microseconds per call}}}; failures: {family:
+    times: {family: {implementation: {Size: microseconds per call}}}, from items_per_second as
+    the throughput is (Google Benchmark's CPU time: on a busy machine the wall time also counts
+    the time the thread was not running); failures: {family:
     {implementation: {Size: message}}} for benchmarks that reported an error (e.g. a wrong
     result), each reported once however many repetitions it had.
     """
     with open(path, encoding="utf-8") as f:
         document = json.load(f)
     iterations = defaultdict(list)
-    iteration_times = defaultdict(list)
     medians = {}
-    median_times = {}
     skipped = {}
     for entry in document.get("benchmarks", []):
         name = run_name(entry)
@@ -114,13 +114,10 @@ def load(path):
             if not is_aggregate(entry):
                 skipped.setdefault(name, "no items_per_second")
             continue
-        time = to_microseconds(entry)
         if not is_aggregate(entry):
             iterations[name].append(entry["items_per_second"])
-            iteration_times[name].append(time)
         elif aggregate_name(entry) == "median":
             medians[name] = entry["items_per_second"]
-            median_times[name] = time
 
     results = defaultdict(lambda: defaultdict(dict))
     times = defaultdict(lambda: defaultdict(dict))
@@ -131,13 +128,9 @@ def load(path):
             skipped.setdefault(name, "not family/implementation/n")
             continue
         family, implementation, size = parsed
-        if name in iterations:
-            rate = statistics.median(iterations[name])
-            time = statistics.median(iteration_times[name])
-        else:
-            rate, time = medians[name], median_times[name]
+        rate = statistics.median(iterations[name]) if name in iterations else medians[name]
         results[family][implementation][size] = rate / 1e9
-        times[family][implementation][size] = time
+        times[family][implementation][size] = size.elements / rate * 1e6
     for name, why in skipped.items():
         parsed = parse_name(name)
         if parsed is not None:
@@ -146,11 +139,6 @@ def load(path):
         else:
             print(f"plot.py: skipped {name} ({why})", file=sys.stderr)
     return document.get("context", {}), results, times, failures
-
-
-def to_microseconds(entry):
-    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}.get(entry.get("time_unit", "ns"), 1e-3)
-    return entry.get("real_time", 0.0) * scale
 
 
 def is_latency(family):
