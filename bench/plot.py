@@ -315,6 +315,15 @@ def summary(context, results, times, failures, baseline):
             continue
         reference = by_implementation.get(baseline, {})
         if not reference:
+            if family in FAMILY_ORDER or family in relative_to_softmax(results, times):
+                rows = [[i] + [f"{by_implementation[i][s]:.2f}" if s in by_implementation[i]
+                               else cell_text(family, i, s, results, times, failures)
+                               for s in sizes]
+                        for i in implementation_order(by_implementation)
+                        if len(by_implementation) > 1 or family in FAMILY_ORDER]
+                if rows:
+                    table(f"{family}: Gelem/s (higher is faster; {baseline} not measured)",
+                          ["implementation"] + labels, rows)
             continue
         sizes = [s for s in sizes if s in reference]
         labels = [size_label(s) for s in sizes]

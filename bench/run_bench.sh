@@ -15,7 +15,7 @@ filter+='|^(softmax|log_softmax)_latency/(smax|smax_avx2|onednn|fast_math)/(16|6
 filter+='|^(softmax|ssmax|softpick|multimax|sparsemax|sigmoid|sigmoid_attention)/smax/(64|1000|4096|32768|1048576)$'
 filter+='|^roof/'
 min_time=(--benchmark_min_time=0.2)
-estimate="about 5 min"
+estimate="about 3 min"
 full=0
 arguments=()
 for argument in "$@"; do
