@@ -14,11 +14,11 @@ phase 1 "Debian packages: what is missing is installed (a fresh machine: about 1
 packages=(g++ cmake ninja-build git ca-certificates libxsimd-dev libeigen3-dev libgtest-dev)
 bash cmake/install_debian_packages.sh "${packages[@]}"
 
-phase 2 "building the tests and examples in $build (first build: about 20 min on 2 idle cores; each instruction set's kernels are one translation unit that takes minutes, so ninja's counter can stand still for a while)"
+phase 2 "building the tests and examples in $build (first build: 15-30 min on 2 cores; each instruction set's kernels are one translation unit that takes minutes, so ninja's counter can stand still for a while)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSMAX_BUILD_TESTS=ON -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=ON "$@"
 cmake --build "$build" -j "$(nproc)"
 
-phase 3 "running the tests (about 5 min on 2 cores: the exhaustive exp sweep, the CMake consumer builds)"
+phase 3 "running the tests (5-20 min on 2 cores: the exhaustive exp sweep, and the CMake consumer tests, which configure and build projects of their own)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
 echo "tests finished in $(( SECONDS - phase_start )) s"
