@@ -1,6 +1,6 @@
-// MultiMax (spec §10) through the header-only API, with nonzero parameters of every order, timed
-// at the row lengths softmax/smax/n is reported at (compare the two in one run). Checked first
-// against a double reference: relative error of every output above 1e-30.
+// MultiMax (docs/multimax.md) through the header-only API, with nonzero parameters of every order,
+// timed at the row lengths softmax/smax/n is reported at (compare the two in one run). Checked
+// first against a double reference: relative error of every output above 1e-30.
 // Names: multimax/smax/<n>, multimax/smax/<rows>x<cols>, and the anchor multimax/softmax_anchor/...
 // (smax::softmax_rows on the same rows: the ratio multimax/softmax is the cost of σ).
 

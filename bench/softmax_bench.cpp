@@ -27,7 +27,7 @@ kernel smax_kernel(std::size_t rows, std::size_t cols, Algorithm algorithm, bool
 template <class Arch>
 kernel smax_arch_kernel(std::size_t rows, std::size_t cols, bool log) {
   return [=](const float* x, float* y) {
-    smax::kernels::table<Arch>::forward(x, cols, y, cols, rows, cols, 1.0f,
+    smax::kernels::softmax_table<Arch>::forward(x, cols, y, cols, rows, cols, 1.0f,
                                         log ? smax::kernels::flag_log : 0u,
                                         smax::kernels::algorithm_id::automatic);
   };

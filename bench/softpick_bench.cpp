@@ -1,6 +1,6 @@
 // softpick: smax's kernels (header-only, and each algorithm) beside the anchor, the naive
-// reference code's form (e^(x-m) - e^-m, scalar, the form spec §7(1) reads in
-// zaydzuhri/softpick-attention naive_softpick_attn.py), one thread each, same inputs (U[-8, 8]).
+// reference code's form (e^(x-m) - e^-m, scalar, as in zaydzuhri/softpick-attention
+// naive_softpick_attn.py), one thread each, same inputs (U[-8, 8]).
 // Names: softpick/<implementation>/<n>. softpick/softmax_smax/<n> is smax::softmax_rows on the
 // same rows at the same lengths (softmax's own suite has no 1048576): the 1.3x yardstick.
 

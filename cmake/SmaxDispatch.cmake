@@ -1,19 +1,58 @@
 # smax_enable_dispatch(<target> [ARCHS arch...])
 #
-# Opt-in runtime dispatch: compiles smax's kernels once per instruction set, each in its own
-# generated translation unit built with that instruction set's flags, adds them to <target> and
-# defines SMAX_DISPATCH_<ARCH> on it (PUBLIC) so <smax/runtime.hpp> picks the best one the CPU
-# runs, once, on first use. The library itself ships no object code.
+# Opt-in runtime dispatch: links <target> to a static library that holds smax's kernels compiled
+# once per instruction set, each in its own generated translation unit built with that
+# instruction set's flags, and defines SMAX_DISPATCH_<ARCH> on <target> (PUBLIC), so that
+# <smax/runtime.hpp> picks the best one the CPU runs, once, on first use. The library is built
+# once per project and set of ARCHS, however many targets use it. smax itself ships no object
+# code.
 #
-# ARCHS: sse2 avx2 avx512bw on x86-64 (default: all three), neon64 on AArch64 (default).
-# avx2 means AVX2 + FMA (xsimd::fma3<xsimd::avx2>); avx512bw needs F, CD, DQ, BW and VL.
+# ARCHS: names from include/smax/detail/archs.hpp, the one list of instruction sets (the same
+# names SMAX_FORCE_ARCH and smax::runtime::arch_name() use): sse2 avx2 avx512bw on x86-64 (the
+# default: all three), neon64 on AArch64 (the default there). avx2 means AVX2 + FMA; avx512bw
+# needs F, CD, DQ, BW and VL. GCC and Clang only.
 #
-# Without CMake: compile cmake/smax_dispatch_arch.cpp.in for each architecture with
-# SMAX_DISPATCH_ARCH_TYPE set to the xsimd type and that architecture's flags, and define
-# SMAX_DISPATCH_<ARCH>=1 for every translation unit that includes smax.
+# Without CMake: compile cmake/smax_dispatch_arch.cpp.in once per instruction set with
+# SMAX_DISPATCH_ARCH_TYPE set to the xsimd type and that instruction set's flags (both in
+# archs.hpp), and define SMAX_DISPATCH_<ARCH>=1 for every translation unit that includes smax.
 include_guard(GLOBAL)
 
 set_property(GLOBAL PROPERTY SMAX_DISPATCH_TEMPLATE "${CMAKE_CURRENT_LIST_DIR}/smax_dispatch_arch.cpp.in")
+
+# The list of instruction sets: in the source tree include/ is beside cmake/; installed, it is
+# found through the include directories of the imported target smax::smax.
+set_property(GLOBAL PROPERTY SMAX_ARCHS_HEADER "${CMAKE_CURRENT_LIST_DIR}/../include/smax/detail/archs.hpp")
+
+# _smax_arch_entry(<arch> <type-var> <flags-var>): the xsimd type and compiler flags of <arch>
+# as archs.hpp lists them; FATAL_ERROR for a name it does not list.
+function(_smax_arch_entry arch type_var flags_var)
+  get_property(header GLOBAL PROPERTY SMAX_ARCHS_HEADER)
+  if(NOT EXISTS "${header}" AND TARGET smax::smax)
+    get_target_property(includes smax::smax INTERFACE_INCLUDE_DIRECTORIES)
+    foreach(dir IN LISTS includes)
+      if(EXISTS "${dir}/smax/detail/archs.hpp")
+        set(header "${dir}/smax/detail/archs.hpp")
+      endif()
+    endforeach()
+  endif()
+  file(READ "${header}" content)
+  string(REGEX MATCHALL "X\\(data, [a-z0-9_]+, [^)]+\\)\\) /\\* flags:[^*]*\\*/" entries "${content}")
+  set(names "")
+  foreach(entry IN LISTS entries)
+    if(entry MATCHES "X\\(data, ([a-z0-9_]+), ([^)]+)\\)\\) /\\* flags:([^*]*)\\*/")
+      list(APPEND names "${CMAKE_MATCH_1}")
+      if(CMAKE_MATCH_1 STREQUAL arch)
+        set(${type_var} "${CMAKE_MATCH_2}" PARENT_SCOPE)
+        string(STRIP "${CMAKE_MATCH_3}" flags)
+        separate_arguments(flags UNIX_COMMAND "${flags}")
+        set(${flags_var} "${flags}" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+  endforeach()
+  list(JOIN names ", " names)
+  message(FATAL_ERROR "smax_enable_dispatch: unknown architecture '${arch}' (${names})")
+endfunction()
 
 function(smax_enable_dispatch target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "ARCHS")
@@ -24,35 +63,39 @@ function(smax_enable_dispatch target)
       set(arg_ARCHS sse2 avx2 avx512bw)
     endif()
   endif()
-  get_property(template GLOBAL PROPERTY SMAX_DISPATCH_TEMPLATE)
-  set(is_msvc "$<CXX_COMPILER_ID:MSVC>")
-  foreach(arch IN LISTS arg_ARCHS)
-    if(arch STREQUAL "sse2")
-      set(SMAX_DISPATCH_ARCH_TYPE "xsimd::sse2")
-      # -mno-avx wins over a target-wide -march: the baseline must not contain VEX code.
-      set(flags "$<IF:${is_msvc},,-mno-avx>")
-    elseif(arch STREQUAL "avx2")
-      set(SMAX_DISPATCH_ARCH_TYPE "xsimd::fma3<xsimd::avx2>")
-      set(flags "$<IF:${is_msvc},/arch:AVX2,-mavx2;-mfma>")
-    elseif(arch STREQUAL "avx512bw")
-      set(SMAX_DISPATCH_ARCH_TYPE "xsimd::avx512bw")
-      # xsimd's avx512f kernels use DQ intrinsics (XSIMD.md §1.6): enable the whole Skylake-X set.
-      set(flags "$<IF:${is_msvc},/arch:AVX512,-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx512vl;-mfma>")
-      # GCC before 12.3 warns about its own AVX-512 headers (GCC PR 105593).
-      if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 12.3)
-        string(APPEND flags "$<$<NOT:${is_msvc}>:;-Wno-uninitialized;-Wno-maybe-uninitialized>")
+  list(REMOVE_DUPLICATES arg_ARCHS)
+  list(SORT arg_ARCHS)
+  list(JOIN arg_ARCHS "_" suffix)
+  set(library smax_dispatch_${suffix})
+  if(NOT TARGET ${library})
+    get_property(template GLOBAL PROPERTY SMAX_DISPATCH_TEMPLATE)
+    set(sources "")
+    set(definitions SMAX_DISPATCH=1)
+    foreach(arch IN LISTS arg_ARCHS)
+      _smax_arch_entry(${arch} SMAX_DISPATCH_ARCH_TYPE flags)
+      if(arch STREQUAL "avx512bw" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
+         AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 12.3)
+        list(APPEND flags -Wno-uninitialized -Wno-maybe-uninitialized)  # GCC PR 105593
       endif()
-    elseif(arch STREQUAL "neon64")
-      set(SMAX_DISPATCH_ARCH_TYPE "xsimd::neon64")
-      set(flags "")
+      string(TOUPPER "${arch}" ARCH)
+      set(source "${CMAKE_BINARY_DIR}/smax_dispatch/${suffix}/smax_dispatch_${arch}.cpp")
+      configure_file("${template}" "${source}" @ONLY)
+      set_source_files_properties("${source}" DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
+                                  PROPERTIES COMPILE_OPTIONS "${flags}")
+      list(APPEND sources "${source}")
+      list(APPEND definitions SMAX_DISPATCH_${ARCH}=1)
+    endforeach()
+    # Global scope, so that every directory of the project shares the one library.
+    add_library(${library} STATIC ${sources})
+    set_target_properties(${library} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    if(TARGET smax::smax)
+      target_link_libraries(${library} PUBLIC smax::smax)
     else()
-      message(FATAL_ERROR "smax_enable_dispatch: unknown architecture '${arch}' (sse2, avx2, avx512bw, neon64)")
+      target_link_libraries(${library} PUBLIC smax)
     endif()
-    string(TOUPPER "${arch}" ARCH)
-    set(source "${CMAKE_CURRENT_BINARY_DIR}/smax_dispatch/${target}/smax_dispatch_${arch}.cpp")
-    configure_file("${template}" "${source}" @ONLY)
-    target_sources(${target} PRIVATE "${source}")
-    set_source_files_properties("${source}" TARGET_DIRECTORY ${target} PROPERTIES COMPILE_OPTIONS "${flags}")
-    target_compile_definitions(${target} PUBLIC SMAX_DISPATCH=1 SMAX_DISPATCH_${ARCH}=1)
-  endforeach()
+    target_compile_definitions(${library} PUBLIC ${definitions})
+  endif()
+  target_link_libraries(${target} PRIVATE ${library})
+  get_target_property(definitions ${library} INTERFACE_COMPILE_DEFINITIONS)
+  target_compile_definitions(${target} PUBLIC ${definitions})
 endfunction()

@@ -38,7 +38,7 @@ TYPED_TEST(log_softmax_test, spec_values) {
   }
 }
 
-// Spec §2(5): z <= 0, logsumexp(z) = 0, exp(z) = softmax(x), shift invariance.
+// Invariants: z <= 0, logsumexp(z) = 0, exp(z) = softmax(x), shift invariance.
 TYPED_TEST(log_softmax_test, invariants) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

@@ -1,9 +1,9 @@
-// MultiMax (smax/multimax.hpp, spec §10) on every compiled instruction set, float and double:
-// against the long-double reference (reference/multimax.hpp) on random and adversarial rows at
-// every length around the vector width and unroll factor, the edge-case policy E1-E8 of spec
-// §0.2 (masking after the modulation), the invariants of §10(5), zero parameters equal to softmax
-// bit for bit, and the backward pass with all eight parameter gradients against central finite
-// differences of the reference.
+// MultiMax (smax/multimax.hpp, docs/multimax.md) on every compiled instruction set, float and
+// double: against the long-double reference (reference/multimax.hpp) on random and adversarial rows
+// at every length around the vector width and unroll factor, the bad-input contract
+// (docs/edge_cases.md; masking after the modulation), the invariants of docs/multimax.md, zero
+// parameters equal to softmax bit for bit, and the backward pass with all eight parameter gradients
+// against central finite differences of the reference.
 
 #include <smax/multimax.hpp>
 #include <smax/reference/multimax.hpp>
@@ -28,9 +28,9 @@ struct params {
 };
 
 const params zero_params{{0, 0, 0, 0}, {0, 0, 0, 0}};
-// The benchmark's set: mild, monotone (spec §10(5) condition holds).
+// The benchmark's set: mild, monotone (the sufficient condition for a nondecreasing σ holds).
 const params mild{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
-// The spec's vector parameters ts = (.5, .3, .1, .05): t2 > 0 boosts very negative scores.
+// The parameters ts = (.5, .3, .1, .05) of docs/multimax.md: t2 > 0 boosts very negative scores.
 const params spec_vector{{0.5, 0.3, 0.1, 0.05}, {0, 0, 0, 0}};
 // Not monotone: t0 > 1 reverses the order below r0, t3 < 0 bends the top down.
 const params reversing{{1.75, -0.4, 0.03, -0.02}, {-0.5, 0.25, -3, 3}};
@@ -172,7 +172,7 @@ TYPED_TEST(multimax_test, large_rows_spreads_and_offsets) {
       }
 }
 
-// Spec §10(5): zero parameters give softmax. The arithmetic is the same (σ(x) = x exactly), so
+// Zero parameters give softmax. The arithmetic is the same (σ(x) = x exactly), so
 // the result is the three-pass softmax's bit for bit, masked entries and special rows included.
 TYPED_TEST(multimax_test, zero_parameters_are_softmax_bit_for_bit) {
   using T = typename TypeParam::value_type;
@@ -262,7 +262,8 @@ TYPED_TEST(multimax_test, all_masked_inf_and_nan_rows) {
   }
 }
 
-// The spec's fixed inputs (§0.5) for every parameter set, and the exact results it gives.
+// The fixed adversarial inputs (docs/accuracy.md) for every parameter set, and the exact results
+// where they are known.
 TYPED_TEST(multimax_test, spec_inputs) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -274,7 +275,7 @@ TYPED_TEST(multimax_test, spec_inputs) {
   for (auto const& x : rows)
     for (auto const& p : all_sets) EXPECT_TRUE((matches_reference<TypeParam>(p, x)));
   std::vector<T> y(3);
-  // Spec §10(5): with ts = (.5, .3, .1, .05), [1000, -1000, 0] -> z ≈ [51300, 99500, 0]: y = [0, 1, 0].
+  // With ts = (.5, .3, .1, .05), [1000, -1000, 0] -> z ≈ [51300, 99500, 0]: y = [0, 1, 0].
   const std::vector<T> wide = {1000, -1000, 0};
   forward<TypeParam>(spec_vector, wide.data(), y.data(), 3);
   EXPECT_EQ(y, (std::vector<T>{0, 1, 0}));
@@ -299,8 +300,8 @@ TYPED_TEST(multimax_test, spec_inputs) {
     }
 }
 
-// Spec §10(3) flatten_below. The spec's text says t0 = -1, but with σ(x) = x + t0·relu(r0 - x)
-// (its formula and the reference code's SeLU) it is t0 = +1 that maps every x < r0 to r0;
+// flatten_below. One might expect t0 = -1 to flatten, but with σ(x) = x + t0·relu(r0 - x)
+// (the formula as the reference code's SeLU writes it) it is t0 = +1 that maps every x < r0 to r0;
 // t0 = -1 gives 2x - r0. Both are checked against the formula.
 TYPED_TEST(multimax_test, flatten_below) {
   using T = typename TypeParam::value_type;
@@ -331,7 +332,7 @@ TYPED_TEST(multimax_test, flatten_below) {
   EXPECT_TRUE((matches_reference<TypeParam>(steep, x)));
 }
 
-// Spec §10(5): Σy = 1 (within n·ε), 0 <= y <= 1; order preserved when σ is strictly increasing
+// Invariants: Σy = 1 (within n·ε), 0 <= y <= 1; order preserved when σ is strictly increasing
 // (t2 <= 0, t3 >= 0, 1 - t0 > 0, 1 + t1 > 0, 1 - t0 + t1 > 0: the `mild` set).
 TYPED_TEST(multimax_test, invariants) {
   using T = typename TypeParam::value_type;
@@ -355,7 +356,7 @@ TYPED_TEST(multimax_test, invariants) {
       if (x[i] > x[j]) {
         EXPECT_GE(y[i], y[j]) << i << ", " << j;
       }
-  // The spec's non-monotone case: with t0 = 1.75 > 1, x < r0 reverse order.
+  // The non-monotone case: with t0 = 1.75 > 1, x < r0 reverse order.
   const std::vector<T> low = {-3, -2, -1};  // all below r0 = -0.5
   std::vector<T> yl(3);
   forward<TypeParam>(reversing, low.data(), yl.data(), 3);
@@ -425,7 +426,8 @@ TYPED_TEST(multimax_test, short_row_batches_equal_single_rows) {
 // long-double reference forward, for y given as the reference output rounded to T (so that only
 // the backward kernel's own error is measured), within the bounds of multimax.hpp
 // (backward_bound) plus the finite differences' own error (absolute 1e-11·(1 + |d|): step 2^-21
-// in long double) and, for the parameter gradients, the spec's 8e-6 relative (§10(4)).
+// in long double) and, for the parameter gradients, 8e-6 relative (what central differences
+// reach on the small parameter gradients).
 TYPED_TEST(multimax_test, backward_against_finite_differences) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

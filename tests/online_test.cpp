@@ -1,5 +1,5 @@
 // The public online normaliser state (smax/online.hpp): streaming a row in chunks and merging
-// partial states in any order gives the softmax of the whole row (spec §4(5)).
+// partial states in any order gives the softmax of the whole row (docs/softmax.md).
 
 #include <smax/smax.hpp>
 
@@ -41,7 +41,7 @@ TEST(online_state, merge_order_and_identity) {
   EXPECT_LE(whole.sum, 3000.0);
 }
 
-// Spec §4(2): a leading fully masked chunk has state (-inf, 0) and contributes nothing; a NaN
+// A leading fully masked chunk has state (-inf, 0) and contributes nothing; a NaN
 // chunk poisons the row.
 TEST(online_state, masked_and_nan_chunks) {
   const std::vector<float> masked = {-HUGE_VALF, -HUGE_VALF}, tail = {2, 1};

@@ -1,6 +1,8 @@
 // Runtime dispatch (smax/runtime.hpp): picks the best compiled instruction set the CPU runs,
 // gives the same results as that instruction set's kernels, and reports its name.
 
+#include <cstring>
+
 #include <smax/runtime.hpp>
 
 #include "test_support.hpp"
@@ -16,16 +18,12 @@ TEST(runtime, picks_an_available_instruction_set) {
   if (forced) {
     EXPECT_EQ(name, forced) << "SMAX_FORCE_ARCH names an instruction set that is compiled in and available";
   } else {
-    const char* best = "sse2";
-#if defined(SMAX_DISPATCH_NEON64)
-    best = xsimd::neon64::name();
-#endif
-#if defined(SMAX_DISPATCH_AVX2)
-    if (smax::detail::arch_available<xsimd::fma3<xsimd::avx2>>()) best = xsimd::fma3<xsimd::avx2>::name();
-#endif
-#if defined(SMAX_DISPATCH_AVX512BW)
-    if (smax::detail::arch_available<xsimd::avx512bw>()) best = xsimd::avx512bw::name();
-#endif
+    // The first entry of the list that this CPU runs.
+    const char* best = "header-only";
+#define SMAX_TEST_BEST(data, arch, type) \
+    if (!std::strcmp(best, "header-only") && smax::detail::arch_available<type>()) best = #arch;
+    SMAX_COMPILED_ARCHS(SMAX_TEST_BEST, ~)
+#undef SMAX_TEST_BEST
     EXPECT_EQ(name, best);
   }
 }
@@ -57,7 +55,8 @@ TEST(runtime, other_families_use_the_chosen_tables) {
     EXPECT_EQ(a, b) << "sigmoid";
     smax::runtime::ssmax(x.data(), a.data(), x.size());
     smax::kernels::ssmax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
-                                           static_cast<float>(0.43 * std::log(999.0)), 0u);
+                                           smax::kernels::ssmax_table<A>::lambda(0.43, 0.0, 999.0, static_cast<float*>(nullptr)),
+                                           0u);
     EXPECT_EQ(a, b) << "ssmax";
     smax::runtime::sparsemax(x.data(), a.data(), x.size());
     smax::kernels::sparsemax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),

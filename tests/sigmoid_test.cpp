@@ -1,6 +1,6 @@
 // sigmoid and sigmoid attention (smax/sigmoid.hpp) on every compiled instruction set, float and
 // double: <= 2 ulp against the long-double reference over the whole range, special values at
-// every lane position, the invariants of spec §9(5), and the backward pass.
+// every lane position, the invariants of docs/sigmoid.md, and the backward pass.
 
 #include <cstdint>
 #include <cstring>
@@ -124,7 +124,7 @@ TYPED_TEST(sigmoid_test, every_length_with_a_bias_and_special_values_at_every_la
     }
 }
 
-// Spec §9(5): 0 <= y <= 1, σ(-t) = 1 - σ(t), strictly monotone (non-decreasing in floats),
+// Invariants: 0 <= y <= 1, σ(-t) = 1 - σ(t), strictly monotone (non-decreasing in floats),
 // x = 0 with b = -ln n gives 1/(1 + n); changing x_j leaves y_i alone.
 TYPED_TEST(sigmoid_test, invariants) {
   using T = typename TypeParam::value_type;

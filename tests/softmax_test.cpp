@@ -1,6 +1,6 @@
 // softmax (smax/softmax.hpp) on every compiled instruction set, float and double, every
 // algorithm: against the long-double reference on random and adversarial rows, at every length
-// around the vector width and unroll factor, and the edge-case policy E1-E8 of spec §0.2.
+// around the vector width and unroll factor, and the bad-input contract (docs/edge_cases.md).
 
 #include <smax/smax.hpp>
 
@@ -157,7 +157,7 @@ TYPED_TEST(softmax_test, blocked_rows) {
   }
 }
 
-// The spec's fixed inputs (§0.5), including E7's ±FLT_MAX and subnormals.
+// The fixed adversarial inputs (docs/accuracy.md), including ±FLT_MAX and subnormals.
 TYPED_TEST(softmax_test, spec_inputs) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -208,7 +208,7 @@ TYPED_TEST(softmax_test, temperature) {
   }
 }
 
-// Spec §1(5): sum 1, range [0, 1], shift invariance, order preservation.
+// Invariants: sum 1, range [0, 1], shift invariance, order preservation.
 TYPED_TEST(softmax_test, invariants) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

@@ -1,7 +1,8 @@
 // softpick (smax/softpick.hpp) on every compiled instruction set, float and double, both
 // algorithms: against the long-double reference (reference/softpick.hpp) on random, near-zero and
-// adversarial rows at every length around the vector width, the edge cases of spec §0.2 and §7(3),
-// the invariants of §7(5), and the backward pass against finite differences.
+// adversarial rows at every length around the vector width, the edge cases of docs/edge_cases.md
+// and docs/softpick.md, the invariants of docs/softpick.md, and the backward pass against finite
+// differences.
 
 #include <smax/reference/softpick.hpp>
 #include <smax/smax.hpp>
@@ -94,7 +95,7 @@ TYPED_TEST(softpick_test, near_zero_inputs) {
       if (top > 0) x[n / 2] = static_cast<T>(top);
       for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "max " << top;
     }
-  // spec case near_zero_cancel
+  // near-zero inputs, where the code's form e^(x-m) - e^-m cancels
   const std::vector<T> cancel = {T(1e-4), T(2e-4), T(-1e-4), T(5e-5)};
   for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, cancel)));
 }
@@ -146,7 +147,7 @@ TYPED_TEST(softpick_test, all_masked_inf_and_nan_rows) {
   }
 }
 
-// The spec's fixed inputs (§0.5, §7(3)).
+// The fixed adversarial inputs (docs/accuracy.md) and softpick's edge rules.
 TYPED_TEST(softpick_test, spec_inputs) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -215,7 +216,7 @@ TYPED_TEST(softpick_test, eps_is_configurable) {
       }
 }
 
-// Spec §7(5).
+// Invariants (docs/softpick.md): y >= 0, y > 0 iff x > 0, sum < 1, not shift invariant.
 TYPED_TEST(softpick_test, invariants) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

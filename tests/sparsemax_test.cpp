@@ -1,8 +1,8 @@
-// sparsemax (smax/sparsemax.hpp) on every compiled instruction set, float and double, each of
-// the three threshold algorithms (sort, pivot, filter) and the automatic choice: against the
+// sparsemax (smax/sparsemax.hpp) on every compiled instruction set, float and double, each of the
+// three threshold algorithms (sort, pivot, filter) and the automatic choice: against the
 // long-double sort-based reference (reference/sparsemax.hpp) on random and adversarial rows, the
-// spec §6 invariants and edge cases, the backward pass and the loss against central finite
-// differences of the reference.
+// invariants and edge cases of docs/sparsemax.md, the backward pass and the loss against central
+// finite differences of the reference.
 
 #include <smax/smax.hpp>
 #include <smax/reference/sparsemax.hpp>
@@ -187,7 +187,8 @@ TYPED_TEST(sparsemax_test, all_masked_inf_and_nan_rows) {
   }
 }
 
-// The spec's fixed inputs (§0.5, §6(3)) with their exact outputs where the spec gives them.
+// The fixed adversarial inputs (docs/accuracy.md) and sparsemax's edge rules, with their exact
+// outputs where they are known.
 TYPED_TEST(sparsemax_test, spec_inputs) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -311,7 +312,7 @@ TYPED_TEST(sparsemax_test, rows_with_a_leading_dimension) {
   }
 }
 
-// Spec §6(5).
+// Invariants (docs/sparsemax.md): sum 1, y >= 0, zeros below tau, shift invariance.
 TYPED_TEST(sparsemax_test, invariants) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -527,11 +528,11 @@ void public_api() {
     for (std::size_t c = cols; c < ld; ++c) EXPECT_EQ(dx[r * ld + c], T(-5));
   }
   // Loss and its gradient.
-  const T l = smax::sparsemax_loss(x.data(), 3, x.size());
+  const T l = smax::sparsemax_loss(x.data(), x.size(), 3);
   EXPECT_NEAR(l, static_cast<double>(smax::reference::sparsemax_loss(x.data(), x.size(), 3)),
               4 * sparsemax_atol<T> * (1 + std::fabs(double(l))));
   std::vector<T> g(x.size());
-  smax::sparsemax_loss_backward(x.data(), 3, x.size(), T(1), g.data());
+  smax::sparsemax_loss_backward(x.data(), x.size(), 3, T(1), g.data());
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(g[i], i == 3 ? y[i] - T(1) : y[i]);
 }
 

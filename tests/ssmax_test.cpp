@@ -104,7 +104,7 @@ TYPED_TEST(ssmax_test, masks_and_special_values) {
   EXPECT_EQ(ssmax_of<TypeParam>(huge, T(-0.5)), (std::vector<T>{0, 1, 0}));
 }
 
-// Spec §8(5), the paper's Figure 1: x = [-2, ..., -2, 3], s = 0.43.
+// The paper's Figure 1 (docs/ssmax.md): x = [-2, ..., -2, 3], s = 0.43.
 TYPED_TEST(ssmax_test, paper_figure_one) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);

@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the tests: the instruction sets compiled into this binary as GoogleTest types, row
-// generators, and the comparison rule of spec §0.5.
+// generators, and the comparison rule of docs/accuracy.md.
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <smax/kernels/table.hpp>
+#include <smax/detail/archs.hpp>
+#include <smax/kernels/softmax.hpp>
 #include <smax/reference/softmax.hpp>
 
 namespace smax_test {
@@ -22,7 +23,7 @@ template <class A, class T>
 struct config {
   using arch = A;
   using value_type = T;
-  using table = smax::kernels::table<A>;
+  using table = smax::kernels::softmax_table<A>;
   // Lanes per register, without instantiating a batch this translation unit cannot compile.
   static constexpr std::size_t width = A::alignment() / sizeof(T);
 };
@@ -37,20 +38,9 @@ struct configs_of<void, As...> {  // void leads the list so every entry can star
 };
 
 // Instruction sets compiled in by smax_enable_dispatch(smax_tests), best first.
-using compiled = configs_of<void
-#if defined(SMAX_DISPATCH_AVX512BW)
-                            , xsimd::avx512bw
-#endif
-#if defined(SMAX_DISPATCH_AVX2)
-                            , xsimd::fma3<xsimd::avx2>
-#endif
-#if defined(SMAX_DISPATCH_NEON64)
-                            , xsimd::neon64
-#endif
-#if defined(SMAX_DISPATCH_SSE2)
-                            , xsimd::sse2
-#endif
-                            >;
+#define SMAX_TEST_CONFIG_ARCH(data, name, type) , type
+using compiled = configs_of<void SMAX_COMPILED_ARCHS(SMAX_TEST_CONFIG_ARCH, ~)>;
+#undef SMAX_TEST_CONFIG_ARCH
 using all_configs = compiled::type;
 
 struct config_names {
@@ -91,9 +81,10 @@ std::vector<T> random_row(std::size_t n, double spread, double offset, unsigned 
 template <class T>
 constexpr double softmax_rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
 
-// Spec §0.5: expected rounded to T; NaN matches NaN, infinities and exact zeros (masked entries)
-// match exactly; otherwise |got - expected| <= atol + rtol·|expected|. Outputs below the smallest
-// normal number may be flushed (E8), hence atol = that number for probabilities.
+// The comparison rule (docs/accuracy.md): expected rounded to T; NaN matches NaN, infinities and
+// exact zeros (masked entries) match exactly; otherwise |got - expected| <= atol + rtol·|expected|.
+// Outputs below the smallest normal number may be flushed (E8, docs/edge_cases.md), hence atol =
+// that number for probabilities.
 // exact_zeros: an expected 0 must be exactly 0 (masked probabilities); off for the log domain,
 // where 0 is an ordinary value.
 template <class T>

@@ -6,15 +6,15 @@
 
 namespace smax {
 
-// Three passes: max; exp + store + sum; scale (spec §3). Fastest while the row is in cache.
+// Three passes: max; exp + store + sum; scale (docs/softmax.md). Fastest while the row is in cache.
 struct three_pass_t {
   explicit three_pass_t() = default;
 };
-// Online normaliser, blocked (Milakov & Gimelshein, spec §4): two passes over memory.
+// Online normaliser, blocked (Milakov & Gimelshein 2018): two passes over memory.
 struct online_t {
   explicit online_t() = default;
 };
-// Mantissa/exponent accumulation (Dukhan & Ablavatski, spec §5): two passes, no max.
+// Mantissa/exponent accumulation (Dukhan & Ablavatski 2020): two passes, no max.
 struct two_pass_t {
   explicit two_pass_t() = default;
 };
@@ -26,7 +26,7 @@ struct softmax_options {
   // y = softmax(x / temperature). Must be finite and > 0; anything else is a precondition
   // violation (asserted in debug builds) and gives a NaN row.
   double temperature = 1.0;
-  // A row whose entries are all -inf (masked) gives NaN by default, as PyTorch does (spec E4).
+  // A row whose entries are all -inf (masked) gives NaN by default, as PyTorch does.
   // With this set it gives 0 (softmax) or -inf (log-softmax): the "safe softmax" of attention
   // kernels. The backward pass of such a row then gives 0 (softmax) or dy/T (log-softmax).
   bool zero_masked_rows = false;

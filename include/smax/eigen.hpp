@@ -39,25 +39,20 @@
 // and algorithm choice. The kernels are the header-only ones (xsimd::default_arch); for runtime
 // dispatch use smax::runtime:: with data() and outerStride().
 //
-// ABI note (XSIMD.md §4): EIGEN_MAX_ALIGN_BYTES depends on the SIMD flags (16 without AVX, 32 with
-// -mavx2); do not pass Eigen objects between translation units built with different flags unless
-// the whole build pins EIGEN_MAX_ALIGN_BYTES.
+// ABI note: EIGEN_MAX_ALIGN_BYTES depends on the SIMD flags (16 without AVX, 32 with -mavx2); do
+// not pass Eigen objects between translation units built with different flags unless the whole
+// build pins EIGEN_MAX_ALIGN_BYTES (docs/dispatch.md).
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include <Eigen/Core>
 
-#include "log_softmax.hpp"
-#include "multimax.hpp"
-#include "sigmoid.hpp"
-#include "softmax.hpp"
-#include "softpick.hpp"
-#include "sparsemax.hpp"
-#include "ssmax.hpp"
+#include "families.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 3, 0), "smax/eigen.hpp needs Eigen 3.3 or newer");
 
@@ -187,45 +182,6 @@ inline bool partially_overlap(const T* x, std::size_t ldx, const T* y, std::size
   return false;
 }
 
-template <class X, class Y>
-inline void forward(X const& x, Y& y, bool log, softmax_options const& opts,
-                    kernels::algorithm_id algorithm) noexcept {
-  constexpr bool ok = check_input<X>() && check_output<Y>() && check_same_scalar<X, Y>();
-  if constexpr (ok) {
-    SMAX_ASSERT(same_shape(x, y) && "smax/eigen.hpp: x and y must have the same shape");
-    if (!same_shape(x, y)) return fill_nan(y);
-    const auto rows = static_cast<std::size_t>(x.rows());
-    const auto cols = static_cast<std::size_t>(x.cols());
-    const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y);
-    SMAX_ASSERT(!partially_overlap(x.data(), ldx, y.data(), ldy, rows, cols) &&
-                "smax/eigen.hpp: x and y overlap without being the same matrix");
-    // The layer under the pointer API takes one stride per operand, so x and y need not share one.
-    api::forward<api::default_table>(x.data(), ldx, y.data(), ldy, rows, cols, log, opts,
-                                     algorithm);
-  }
-}
-
-template <class Y, class DY, class DX>
-inline void backward(Y const& y, DY const& dy, DX& dx, bool log,
-                     softmax_options const& opts) noexcept {
-  constexpr bool ok = check_input<Y>() && check_input<DY>() && check_output<DX>() &&
-                      check_same_scalar<Y, DY>() && check_same_scalar<Y, DX>();
-  if constexpr (ok) {
-    SMAX_ASSERT(same_shape(y, dy) && same_shape(y, dx) &&
-                "smax/eigen.hpp: y, dy and dx must have the same shape");
-    if (!same_shape(y, dy) || !same_shape(y, dx)) return fill_nan(dx);
-    const auto rows = static_cast<std::size_t>(y.rows());
-    const auto cols = static_cast<std::size_t>(y.cols());
-    const std::size_t ldy = leading_dimension(y), lddy = leading_dimension(dy),
-                      lddx = leading_dimension(dx);
-    SMAX_ASSERT(!partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
-                !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
-                "smax/eigen.hpp: dx overlaps y or dy without being the same matrix");
-    api::backward<api::default_table>(y.data(), ldy, dy.data(), lddy, dx.data(), lddx, rows, cols,
-                                      log, opts);
-  }
-}
-
 // The other families: f(rows, cols, {data, outer stride}...) over an output and its inputs
 // after the same checks as forward/backward (row-major, contiguous rows, one shape, no partial
 // overlap of the output with an input, NaN output on a shape mismatch in release builds).
@@ -247,286 +203,93 @@ inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
   }
 }
 
-template <class X, class Y>
-inline void softpick_forward(X const& x, Y& y, softpick_options const& opts) noexcept {
+// Every family's Eigen forms go through these two, on the header-only kernels.
+template <class Family, class X, class Y>
+inline void forward(X const& x, Y& y, typename Family::options const& opts,
+                    api::algorithm_choice algorithm) noexcept {
   for_rows(
       [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
-        api::check_options(opts);
-        api::softpick_default_table::forward(xp, ldx, yp, ldy, r, c, opts.eps,
-                                             kernels::softpick_algorithm::automatic);
+        api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
       },
       y, x);
 }
 
-template <class X, class Y, class DY, class DX>
-inline void softpick_backward(X const& x, Y const& y, DY const& dy, DX& dx,
-                              softpick_options const& opts) noexcept {
+// Inputs: (y, dy) or (x, y, dy) as the family's backward_form says. grads, if not null, is set:
+// to zero for an empty call or a shape mismatch (whose dx is NaN).
+template <class Family, class DX, class... In>
+inline void backward(DX& dx, typename Family::options const& opts,
+                     typename Family::grads* grads, In const&... in) noexcept {
+  if (grads) *grads = typename Family::grads{};
   for_rows(
-      [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* xp,
-          auto const* yp, auto const* dyp, std::size_t ldx, std::size_t ldy, std::size_t lddy) {
-        api::check_options(opts);
-        api::softpick_default_table::backward(xp, ldx, yp, ldy, dyp, lddy, dxp, lddx, r, c, opts.eps);
+      [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto... p) {
+        const auto args = std::make_tuple(p...);  // the data pointers, then the strides
+        using T = std::remove_pointer_t<decltype(dxp)>;
+        if constexpr (sizeof...(In) == 2)
+          api::backward<Family, api::header_only>(static_cast<const T*>(nullptr), 0,
+                                                  std::get<0>(args), std::get<2>(args),
+                                                  std::get<1>(args), std::get<3>(args), dxp, lddx,
+                                                  r, c, opts, grads);
+        else
+          api::backward<Family, api::header_only>(std::get<0>(args), std::get<3>(args),
+                                                  std::get<1>(args), std::get<4>(args),
+                                                  std::get<2>(args), std::get<5>(args), dxp, lddx,
+                                                  r, c, opts, grads);
       },
-      dx, x, y, dy);
-}
-
-template <class X, class Y>
-inline void sparsemax_forward(X const& x, Y& y) noexcept {
-  for_rows(
-      [](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
-        sparsemax_api::default_table::forward(xp, ldx, yp, ldy, r, c,
-                                              kernels::sparsemax_algorithm::automatic);
-      },
-      y, x);
-}
-
-template <class Y, class DY, class DX>
-inline void sparsemax_backward(Y const& y, DY const& dy, DX& dx) noexcept {
-  for_rows(
-      [](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* yp,
-         auto const* dyp, std::size_t ldy, std::size_t lddy) {
-        sparsemax_api::default_table::backward(yp, ldy, dyp, lddy, dxp, lddx, r, c);
-      },
-      dx, y, dy);
-}
-
-template <class X, class Y>
-inline void multimax_forward(X const& x, Y& y, multimax_options const& opts) noexcept {
-  for_rows(
-      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
-        using T = std::remove_const_t<std::remove_pointer_t<decltype(xp)>>;
-        kernels::multimax_table<xsimd::default_arch>::forward(xp, ldx, yp, ldy, r, c,
-                                                               api::multimax_parameters_of<T>(opts));
-      },
-      y, x);
-}
-
-template <class X, class Y, class DY, class DX>
-inline void multimax_backward(X const& x, Y const& y, DY const& dy, DX& dx,
-                              multimax_options const& opts,
-                              multimax_param_grads* param_grads) noexcept {
-  constexpr bool ok = check_input<X>() && check_input<Y>() && check_input<DY>() &&
-                      check_output<DX>() && check_same_scalar<X, Y>() &&
-                      check_same_scalar<X, DY>() && check_same_scalar<X, DX>();
-  if constexpr (ok) {
-    using T = typename X::Scalar;
-    SMAX_ASSERT(same_shape(x, y) && same_shape(x, dy) && same_shape(x, dx) &&
-                "smax/eigen.hpp: x, y, dy and dx must have the same shape");
-    double grads[8] = {};
-    if (!same_shape(x, y) || !same_shape(x, dy) || !same_shape(x, dx)) {
-      fill_nan(dx);
-      for (double& g : grads) g = std::numeric_limits<double>::quiet_NaN();
-    } else {
-      const auto rows = static_cast<std::size_t>(x.rows());
-      const auto cols = static_cast<std::size_t>(x.cols());
-      const std::size_t ldx = leading_dimension(x), ldy = leading_dimension(y),
-                        lddy = leading_dimension(dy), lddx = leading_dimension(dx);
-      SMAX_ASSERT(!partially_overlap(x.data(), ldx, dx.data(), lddx, rows, cols) &&
-                  !partially_overlap(y.data(), ldy, dx.data(), lddx, rows, cols) &&
-                  !partially_overlap(dy.data(), lddy, dx.data(), lddx, rows, cols) &&
-                  "smax/eigen.hpp: dx overlaps x, y or dy without being the same matrix");
-      if (rows != 0 && cols != 0)
-        kernels::multimax_table<xsimd::default_arch>::backward(
-            x.data(), ldx, y.data(), ldy, dy.data(), lddy, dx.data(), lddx, rows, cols,
-            api::multimax_parameters_of<T>(opts), param_grads ? grads : nullptr);
-    }
-    if (param_grads)
-      for (int k = 0; k < 4; ++k) {
-        param_grads->dt[k] = grads[k];
-        param_grads->dr[k] = grads[4 + k];
-      }
-  }
+      dx, in...);
 }
 
 }  // namespace eigen_detail
 
-// Softmax of each row of x into the same row of y:
-//   y(r, i) = exp(x(r, i)/T) / sum_j exp(x(r, j)/T),  T = opts.temperature,
-// computed as exp((x - m)/T)/sum with m the row maximum (nothing overflows), with the algorithm
-// best for the row length, exactly as smax::softmax_rows (softmax.hpp), whose accuracy bound
-// (float: relative error <= 1e-6 for outputs >= FLT_MIN; double: 1e-14) and edge-case policy hold.
-// Rows only: x and y are row-major with contiguous rows (any outer stride, each its own), never
-// copied; a column-major x or y does not compile -- pass .transpose() for the softmax over columns.
-// y has x's shape; y may be x itself (in place) but must not partially overlap it.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void softmax(Eigen::DenseBase<X> const& x, Y&& y,
-                    softmax_options const& opts = {}) noexcept {
-  eigen_detail::forward(x.derived(), y, false, opts, kernels::algorithm_id::automatic);
-}
-
-// Softmax of each row with an explicit algorithm: smax::three_pass, smax::online or
-// smax::two_pass (see softmax.hpp); otherwise as above.
-template <class Algorithm, class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline auto softmax(Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,
-                    softmax_options const& opts = {}) noexcept
-    -> decltype(api::algorithm_of(algorithm), void()) {
-  eigen_detail::forward(x.derived(), y, false, opts, api::algorithm_of(algorithm));
-}
-
-// Log-softmax of each row of x into the same row of y:
-//   y(r, i) = x(r, i)/T - log sum_j exp(x(r, j)/T),
-// computed as (x - m)/T - log s with s = sum exp((x - m)/T) in [1, cols], exactly as
-// smax::log_softmax_rows (log_softmax.hpp), with its bound (float, T = 1: |error| <=
-// 2^-23·|y| + 2^-23·log s) and policy (masked entries give -inf). Same argument rules as softmax:
-// row-major, no copies, .transpose() for columns, y may be x but must not partially overlap it.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void log_softmax(Eigen::DenseBase<X> const& x, Y&& y,
-                        softmax_options const& opts = {}) noexcept {
-  eigen_detail::forward(x.derived(), y, true, opts, kernels::algorithm_id::automatic);
-}
-
-// Log-softmax of each row with an explicit algorithm (smax::three_pass, online, two_pass).
-template <class Algorithm, class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline auto log_softmax(Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,
-                        softmax_options const& opts = {}) noexcept
-    -> decltype(api::algorithm_of(algorithm), void()) {
-  eigen_detail::forward(x.derived(), y, true, opts, api::algorithm_of(algorithm));
-}
-
-// Backward pass of the row softmax, for y = softmax(x, opts) and the upstream gradient dy:
-//   dx(r, i) = (1/T)·y(r, i)·(dy(r, i) - sum_j dy(r, j)·y(r, j)),
-// exactly as smax::softmax_backward_rows (softmax.hpp): masked entries (y = 0) get 0 and each row
-// of dx sums to 0. y, dy and dx are row-major with contiguous rows and one shape, each with its
-// own outer stride, never copied; column-major arguments do not compile (pass .transpose() of all
-// three for softmax taken over columns). dx may be y or dy itself, but must not partially overlap
-// either.
-template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void softmax_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
-                             DX&& dx, softmax_options const& opts = {}) noexcept {
-  eigen_detail::backward(y.derived(), dy.derived(), dx, false, opts);
-}
-
-// Backward pass of the row log-softmax, for z = log_softmax(x, opts) and the upstream gradient dy:
-//   dx(r, i) = (1/T)·(dy(r, i) - exp(z(r, i))·sum_j dy(r, j)),
-// exactly as smax::log_softmax_backward_rows (log_softmax.hpp): at a masked entry (z = -inf)
-// dx = dy/T. Same argument rules as softmax_backward.
-template <class Z, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void log_softmax_backward(Eigen::DenseBase<Z> const& z, Eigen::DenseBase<DY> const& dy,
-                                 DX&& dx, softmax_options const& opts = {}) noexcept {
-  eigen_detail::backward(z.derived(), dy.derived(), dx, true, opts);
-}
-
-// Softpick of each row of x into the same row of y (spec §7):
-//   y(r, i) = relu(e^x(r, i) - 1) / (sum_j |e^x(r, j) - 1| + eps·e^m),  m = the row maximum,
-// exactly as smax::softpick_rows (softpick.hpp), whose accuracy bound (float: relative error
-// <= 1e-6 for outputs >= FLT_MIN; double: 1e-14) and edge-case policy (masked -inf entries give 0,
-// a row with no positive entry gives zeros, NaN/+inf/all-masked rows give NaN) hold. Same argument
-// rules as softmax: row-major, no copies, .transpose() for columns, y may be x but must not
-// partially overlap it.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void softpick(Eigen::DenseBase<X> const& x, Y&& y, softpick_options const& opts = {}) noexcept {
-  eigen_detail::softpick_forward(x.derived(), y, opts);
-}
-
-// Backward pass of the row softpick, for y = softpick(x, opts) and the upstream gradient dy,
-// exactly as smax::softpick_backward_rows (softpick.hpp). x, y, dy and dx have one shape, each its
-// own outer stride; dx may be any of the others itself, but must not partially overlap them.
-template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void softpick_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
-                              Eigen::DenseBase<DY> const& dy, DX&& dx,
-                              softpick_options const& opts = {}) noexcept {
-  eigen_detail::softpick_backward(x.derived(), y.derived(), dy.derived(), dx, opts);
-}
-
-// Sparsemax of each row of x into the same row of y: y(r, i) = max(x(r, i) - tau_r, 0) with
-// tau_r such that the row sums to 1, exactly as smax::sparsemax_rows (sparsemax.hpp), with its
-// bound (|error| <= 2^-22 float, 2^-50 double, absolute) and policy (masked entries give 0; all
-// masked, NaN or +inf rows give NaN). Same argument rules as softmax: row-major, no copies,
-// .transpose() for columns, y may be x but must not partially overlap it.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void sparsemax(Eigen::DenseBase<X> const& x, Y&& y) noexcept {
-  eigen_detail::sparsemax_forward(x.derived(), y);
-}
-
-// Backward pass of the row sparsemax, for y = sparsemax(x) and the upstream gradient dy:
-//   dx(r, i) = [y(r, i) > 0]·(dy(r, i) - mean over the support of row r of dy),
-// exactly as smax::sparsemax_backward_rows (sparsemax.hpp). Same argument rules as
-// softmax_backward.
-template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void sparsemax_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
-                               DX&& dx) noexcept {
-  eigen_detail::sparsemax_backward(y.derived(), dy.derived(), dx);
-}
-
-// MultiMax of each row of x into the same row of y: y = softmax(σ(x)) with
-//   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²,
-// exactly as smax::multimax_rows (multimax.hpp), with its bound and edge-case policy (masked
-// entries stay masked after σ). Same argument rules as softmax: row-major, no copies, .transpose()
-// for columns, y may be x but must not partially overlap it.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void multimax(Eigen::DenseBase<X> const& x, Y&& y, multimax_options const& opts = {}) noexcept {
-  eigen_detail::multimax_forward(x.derived(), y, opts);
-}
-
-// Backward pass of the row MultiMax, for y = multimax(x, opts) and the upstream gradient dy:
-// dx = gz·σ'(x) with gz = y·(dy - <dy, y>) per row, exactly as smax::multimax_backward_rows
-// (multimax.hpp); with param_grads, the gradients of the eight parameters summed over all rows.
-// x, y, dy and dx have one shape and each its own outer stride; dx may be x, y or dy itself.
-template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void multimax_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
-                              Eigen::DenseBase<DY> const& dy, DX&& dx,
-                              multimax_options const& opts = {},
-                              multimax_param_grads* param_grads = nullptr) noexcept {
-  eigen_detail::multimax_backward(x.derived(), y.derived(), dy.derived(), dx, opts, param_grads);
-}
-
-// The other families over the rows of Eigen objects, with the same argument rules as softmax
-// (row-major, contiguous rows, no copies, .transpose() for columns, the output may be the input)
-// and the results, bounds and policies of their pointer forms (sigmoid.hpp, ssmax.hpp).
-
-// y = σ(x) elementwise.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void sigmoid(Eigen::DenseBase<X> const& x, Y&& y) noexcept {
-  eigen_detail::for_rows([](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,
-                           std::size_t ldx) { api::sigmoid(xp, ldx, yp, ldy, r, c, 0.0); },
-                        y, x.derived());
-}
-
-// y = σ(x + b), b = -ln(seq_len) (seq_len = 0: the number of columns) unless opts.bias is set.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void sigmoid_attention(Eigen::DenseBase<X> const& x, Y&& y,
-                              sigmoid_attention_options const& opts = {}) noexcept {
-  eigen_detail::for_rows(
-      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
-        api::sigmoid(xp, ldx, yp, ldy, r, c, api::sigmoid_attention_bias(opts, c));
-      },
-      y, x.derived());
-}
-
-// dx = dy·y·(1 - y) for y = sigmoid(x) or sigmoid_attention(x).
-template <class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void sigmoid_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,
-                             DX&& dx) noexcept {
-  eigen_detail::for_rows(
-      [](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* yp,
-         auto const* dyp, std::size_t ldy, std::size_t lddy) {
-        api::sigmoid_backward(yp, ldy, dyp, lddy, dxp, lddx, r, c);
-      },
-      dx, y.derived(), dy.derived());
-}
-
-// SSMax of each row: y = softmax(λ·x), λ = s·ln(n) + b with n = opts.n or the number of columns.
-template <class X, class Y, eigen_detail::if_dense_t<Y> = 0>
-inline void ssmax(Eigen::DenseBase<X> const& x, Y&& y, ssmax_options const& opts = {}) noexcept {
-  eigen_detail::for_rows(
-      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
-        api::ssmax(xp, ldx, yp, ldy, r, c, opts);
-      },
-      y, x.derived());
-}
-
-// Backward pass of SSMax: dx = λ·y ⊙ (dy - <dy, y>) per row; with grads, the gradients of s and
-// b accumulated over the rows (ssmax.hpp).
-template <class X, class Y, class DY, class DX, eigen_detail::if_dense_t<DX> = 0>
-inline void ssmax_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,
-                           Eigen::DenseBase<DY> const& dy, DX&& dx, ssmax_options const& opts = {},
-                           ssmax_param_grads* grads = nullptr) noexcept {
-  eigen_detail::for_rows(
-      [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* xp,
-          auto const* yp, auto const* dyp, std::size_t ldx, std::size_t ldy, std::size_t lddy) {
-        api::ssmax_backward(xp, ldx, yp, ldy, dyp, lddy, dxp, lddx, r, c, opts, grads);
-      },
-      dx, x.derived(), y.derived(), dy.derived());
-}
+// Every family's forms over the rows of Eigen objects, stamped from the list in families.hpp:
+//
+//   name(x, y [, opts])                   name(algorithm, x, y [, opts])   (softmax, log_softmax)
+//   name_backward(y, dy, dx [, opts])     (the families whose backward pass reads only y)
+//   name_backward(x, y, dy, dx [, opts])  (softpick)
+//   name_backward(x, y, dy, dx [, opts [, grads]])   (MultiMax, SSMax: grads summed over rows)
+//
+// Each computes, row by row, exactly what the pointer form name_rows / name_backward_rows
+// computes (the same kernels, bits, bounds and bad-input rules: see the family's header), with the
+// argument rules above: row-major, contiguous rows, one shape, each argument its own outer
+// stride, never copied; .transpose() for the columns; the output may be an input itself but must
+// not partially overlap one.
+#define SMAX_DETAIL_EIGEN_FORMS(name, extra_forms)                                                 \
+  template <class X, class Y, class F_ = api::name##_family, eigen_detail::if_dense_t<Y> = 0>      \
+  inline void name(Eigen::DenseBase<X> const& x, Y&& y,                                            \
+                   typename F_::options const& opts = {}) noexcept {                               \
+    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_choice::automatic);             \
+  }                                                                                                \
+  template <class Algorithm, class X, class Y, class F_ = api::name##_family,                      \
+            eigen_detail::if_dense_t<Y> = 0, api::if_algorithms_t<F_> = 0>                         \
+  inline auto name(Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,                      \
+                   typename F_::options const& opts = {}) noexcept                                 \
+      -> decltype(api::algorithm_of(algorithm), void()) {                                          \
+    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_of(algorithm));                 \
+  }                                                                                                \
+  template <class Y, class DY, class DX, class F_ = api::name##_family,                            \
+            eigen_detail::if_dense_t<DX> = 0,                                                      \
+            api::if_backward_t<F_, api::backward_shape::from_output> = 0>                          \
+  inline void name##_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,        \
+                              DX&& dx, typename F_::options const& opts = {}) noexcept {           \
+    eigen_detail::backward<F_>(dx, opts, nullptr, y.derived(), dy.derived());                      \
+  }                                                                                                \
+  template <class X, class Y, class DY, class DX, class F_ = api::name##_family,                   \
+            eigen_detail::if_dense_t<DX> = 0,                                                      \
+            api::if_backward_t<F_, api::backward_shape::from_input> = 0>                           \
+  inline void name##_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,          \
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,                             \
+                              typename F_::options const& opts = {}) noexcept {                    \
+    eigen_detail::backward<F_>(dx, opts, nullptr, x.derived(), y.derived(), dy.derived());         \
+  }                                                                                                \
+  template <class X, class Y, class DY, class DX, class F_ = api::name##_family,                   \
+            eigen_detail::if_dense_t<DX> = 0,                                                      \
+            api::if_backward_t<F_, api::backward_shape::from_input_with_grads> = 0>                \
+  inline void name##_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,          \
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,                             \
+                              typename F_::options const& opts = {},                               \
+                              typename F_::grads* grads = nullptr) noexcept {                      \
+    eigen_detail::backward<F_>(dx, opts, grads, x.derived(), y.derived(), dy.derived());           \
+  }
+SMAX_FAMILIES(SMAX_DETAIL_EIGEN_FORMS)
+#undef SMAX_DETAIL_EIGEN_FORMS
 
 SMAX_END_NAMESPACE

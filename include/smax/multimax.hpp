@@ -1,41 +1,44 @@
 #pragma once
-// MultiMax (Zhou, Fritz & Keuper, ICML 2024; spec §10): softmax of a learnable piecewise-
-// quadratic modulation of the scores,
+// MultiMax (Zhou, Fritz & Keuper, ICML 2024): softmax of a learnable piecewise-quadratic
+// modulation of the scores,
 //
 //   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²
 //   y_i  = exp(σ(x_i) - m) / Σ_j exp(σ(x_j) - m),   m = max_j σ(x_j)
 //
 // (the second-order form the reference code ships, 4 + 4 parameters; t_k = r_k = 0 is plain
-// softmax). The maximum is taken over σ(x), not x: σ need not be monotone (t0 > 1 reverses the
-// order below r0, t2 > 0 makes σ grow again as x -> -inf). When σ is nondecreasing (t2 <= 0 <=
-// t3, 1 - t0 >= 0, 1 + t1 >= 0, 1 - t0 + t1 >= 0, spec §10(5)) the maximum is σ(max x) and the
-// max pass costs what softmax's does; otherwise it evaluates σ. σ is recomputed in the exp pass
-// (no temporary), and the rounding error of σ(x) - shift is carried into the exponential
-// exactly, as in softmax.
+// softmax). See docs/multimax.md and docs/edge_cases.md. The maximum is taken over σ(x), not x:
+// σ need not be monotone (t0 > 1 reverses the order below r0, t2 > 0 makes σ grow again as
+// x -> -inf). When σ is nondecreasing (t2 <= 0 <= t3, 1 - t0 >= 0, 1 + t1 >= 0,
+// 1 - t0 + t1 >= 0) the maximum is σ(max x) and the max pass costs what softmax's does;
+// otherwise it evaluates σ. σ is recomputed in the exp pass (no temporary), and the rounding
+// error of σ(x) - shift is carried into the exponential exactly, as in softmax.
 //
-// Accuracy, checked by tests/multimax_test.cpp against a long-double reference on every
-// instruction set. float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
-// >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)², R = max|r_k|,
-// bounds the rounding of σ in float (its error is at most 16u·W, u = 2^-24) and the maximum runs
-// over the unmasked entries. With all t = 0, σ(x) = x exactly and the result is
-// smax::softmax(smax::three_pass, ...)'s bit for bit (relative error <= 1e-6). double: the same
-// with 1e-14 + 2^-49·(W_i + max_j W_j). The parameters are rounded to the element type first
-// (the float kernels compute with float parameters): the bound is against that σ.
-//
-// Bad input (spec §0.2): n = 0 does nothing. -inf entries are masked after the modulation
-// (never σ(-inf)): output exactly 0, excluded from every reduction. A row of only -inf, any NaN
-// or +inf gives a NaN row (there is no zero-row mode). Large finite x are exact while σ stays
-// finite (with all t = 0, [3e38, -3e38, 1e38] -> [1, 0, 0]); the quadratic terms overflow for
-// |x - r| beyond about 1e19 (float), where the result is unspecified (a NaN row or the limit).
-// Parameters that are not finite are a precondition violation (asserted in debug builds) and
-// give a NaN row.
+// Bound block
+//   Types:         float, double. The parameters are rounded to the element type first (the
+//                  float kernels compute with float parameters): the bound is against that σ.
+//   Maximum error: float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
+//                  >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)²,
+//                  R = max|r_k|, bounds the rounding of σ in float (its error is at most 16u·W,
+//                  u = 2^-24) and the maximum runs over the unmasked entries. With all t = 0,
+//                  σ(x) = x exactly and the result is smax::softmax(smax::three_pass, ...)'s bit
+//                  for bit (relative error <= 1e-6). double: 1e-14 + 2^-49·(W_i + max_j W_j).
+//                  Checked by tests/multimax_test.cpp against a long-double reference on every
+//                  instruction set.
+//   Valid range:   finite x while σ stays finite (with all t = 0, [3e38, -3e38, 1e38] ->
+//                  [1, 0, 0]); the quadratic terms overflow for |x - r| beyond about 1e19
+//                  (float), where the result is unspecified (a NaN row or the limit).
+//   Bad input:     n = 0 does nothing. -inf entries are masked after the modulation (never
+//                  σ(-inf)): output exactly 0, excluded from every reduction. A row of only -inf,
+//                  any NaN or +inf gives a NaN row (there is no zero-row mode). Parameters that
+//                  are not finite are a precondition violation (asserted in debug builds) and
+//                  give a NaN row.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 
 #include <array>
 #include <cstddef>
 
-#include "algorithm.hpp"
+#include "api/entry.hpp"
 #include "kernels/multimax.hpp"
 
 namespace smax {
@@ -45,9 +48,11 @@ struct multimax_options {
   // Must be finite.
   std::array<double, 4> t{};
   std::array<double, 4> r{};
+  // A row whose entries are all -inf gives NaN by default; with this set it gives 0.
+  bool zero_masked_rows = false;
 };
 
-// Gradients of <dy, y> with respect to the parameters (spec §10(4)), filled by
+// Gradients of <dy, y> with respect to the parameters (docs/multimax.md), filled by
 // multimax_backward when asked for: dt[k] = ∂/∂t_k, dr[k] = ∂/∂r_k. The *_rows form stores the
 // sum over all its rows (the parameters are shared by the rows); either form overwrites.
 struct multimax_param_grads {
@@ -64,56 +69,51 @@ template <class T>
 inline kernels::multimax_parameters<T> multimax_parameters_of(multimax_options const& opts) noexcept {
   kernels::multimax_parameters<T> p{};
   for (int k = 0; k < 4; ++k) {
-    SMAX_ASSERT(__builtin_isfinite(opts.t[k]) && __builtin_isfinite(opts.r[k]) &&
-                "multimax_options: every t and r must be finite");
     p.t[k] = static_cast<T>(opts.t[k]);
     p.r[k] = static_cast<T>(opts.r[k]);
   }
   return p;
 }
 
-// The backward pass on one instruction set's table (the header-only and runtime forms).
-template <class Table, class T>
-inline void multimax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
-                              std::size_t cols, std::size_t ld, multimax_options const& opts,
-                              multimax_param_grads* param_grads) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  double grads[8] = {};
-  if (rows != 0 && cols != 0)
-    Table::backward(x, ld, y, ld, dy, ld, dx, ld, rows, cols, multimax_parameters_of<T>(opts),
-                    param_grads ? grads : nullptr);
-  if (param_grads)
-    for (int k = 0; k < 4; ++k) {
-      param_grads->dt[k] = grads[k];
-      param_grads->dr[k] = grads[4 + k];
-    }
-}
+struct multimax_family {
+  using options = multimax_options;
+  using grads = multimax_param_grads;
+  static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
+  static constexpr bool has_algorithms = false;
+  static constexpr bool masks_rows = true;
+
+  static void check(options const& opts) noexcept {
+    for (int k = 0; k < 4; ++k)
+      SMAX_ASSERT(__builtin_isfinite(opts.t[k]) && __builtin_isfinite(opts.r[k]) &&
+                  "multimax_options: every t and r must be finite");
+    (void)opts;
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                         std::size_t rows, std::size_t cols, options const& opts,
+                                         algorithm_choice) noexcept {
+    kernels::multimax_table<A>::forward(x, ldx, y, ldy, rows, cols, multimax_parameters_of<T>(opts));
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void backward(A, const T* x, std::size_t ldx, const T* y,
+                                          std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                          std::size_t lddx, std::size_t rows, std::size_t cols,
+                                          options const& opts, grads* g) noexcept {
+    double sums[8] = {};
+    kernels::multimax_table<A>::backward(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols,
+                                         multimax_parameters_of<T>(opts), g ? sums : nullptr);
+    if (g)
+      for (int k = 0; k < 4; ++k) {
+        g->dt[k] = sums[k];
+        g->dr[k] = sums[4 + k];
+      }
+  }
+};
 
 }  // namespace api
 
-// MultiMax of one row of n elements.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax(const T* x, T* y, std::size_t n, multimax_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || n == 0);
-  if (n == 0) return;
-  kernels::multimax_table<xsimd::default_arch>::forward(x, n, y, n, 1, n,
-                                                         api::multimax_parameters_of<T>(opts));
-}
-
-// MultiMax of each row of a row-major rows × cols matrix whose rows start ld elements apart
-// (ld >= cols), for x and y alike.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
-                          multimax_options const& opts = {}) noexcept {
-  SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
-  SMAX_ASSERT(ld >= cols || rows <= 1);
-  if (rows == 0 || cols == 0) return;
-  kernels::multimax_table<xsimd::default_arch>::forward(x, ld, y, ld, rows, cols,
-                                                         api::multimax_parameters_of<T>(opts));
-}
-
-// Backward pass for y = multimax(x) (spec §10(4)): with gz = y ⊙ (dy - <dy, y>),
+// multimax(x, y, n [, opts]), multimax_rows(x, y, rows, cols, ld [, opts]).
+// Backward pass for y = multimax(x) (docs/multimax.md): with gz = y ⊙ (dy - <dy, y>),
 //   dx = gz ⊙ σ'(x),  σ'(x) = 1 - t0·[x < r0] + t1·[x > r1] - 2t2·relu(r2 - x) + 2t3·relu(x - r3)
 // (strict inequalities: relu'(0) = 0). Masked entries (x = -inf) get 0; a NaN row (y NaN) gives
 // NaN. With param_grads, also
@@ -125,22 +125,7 @@ inline void multimax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, 
 // |t1|·[x_i > r1] + 2|t2|·relu(r2 - x_i) + 2|t3|·relu(x_i - r3) (the magnitude of σ'(x_i)'s
 // terms); each parameter gradient within 24ε·Σ_i y_i·(|dy_i| + D)·|its factor at x_i| (the
 // factor of gz in its sum, times |t_k| or 2|t_k| for dr_k). x, y, dy and dx may be the same
-// array; the *_rows form reads and writes each with ld.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,
-                                   std::size_t cols, std::size_t ld,
-                                   multimax_options const& opts = {},
-                                   multimax_param_grads* param_grads = nullptr) noexcept {
-  api::multimax_backward<kernels::multimax_table<xsimd::default_arch>>(x, y, dy, dx, rows, cols, ld,
-                                                                      opts, param_grads);
-}
-
-// One row of n elements: multimax_backward_rows with one row.
-template <class T, detail::if_real_t<T> = 0>
-inline void multimax_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
-                              multimax_options const& opts = {},
-                              multimax_param_grads* param_grads = nullptr) noexcept {
-  multimax_backward_rows(x, y, dy, dx, 1, n, n, opts, param_grads);
-}
+// array; the _rows form reads and writes each with ld.
+SMAX_FAMILY(multimax, api::multimax_family, api::header_only)
 
 SMAX_END_NAMESPACE

@@ -1,96 +1,100 @@
 #pragma once
-// softmax: y_i = exp(x_i/T) / sum_j exp(x_j/T)  (spec §1, §3-§5).
+// softmax: y_i = exp(x_i/T) / sum_j exp(x_j/T), with a temperature T > 0 (default 1).
+// See docs/softmax.md (definition, the three algorithms, the stable form) and
+// docs/edge_cases.md (the bad-input contract).
 //
 // Evaluated as exp((x_i - m)/T) / sum with m the row maximum, so nothing overflows (the largest
 // term is exactly 1), with the rounding error of x_i - m carried into the exponential and the sum
 // accumulated in blocks folded into double.
 //
-// Accuracy (float, T = 1, every algorithm and instruction set, checked by tests/softmax_test.cpp
-// against a long-double reference): relative error <= 1e-6 for every output >= FLT_MIN, for
-// rows of any length up to 10^6 and spreads of 20 and 200 (offsets ±1000); the sum of a
-// 16M-element row is within 1e-5 of 1. With T != 1 the rounding of 1/T and of (x - m)·(1/T)
-// adds up to |x - m|/T·2^-22. double: relative error <= 1e-14.
-//
-// Bad input (spec §0.2): n = 0 does nothing. -inf entries are masked: output 0, excluded from
-// every reduction. A row of only -inf gives NaN (or 0 with zero_masked_rows). Any NaN or +inf
-// gives a NaN row. Finite values up to ±FLT_MAX give the exact result ([3e38, -3e38, 1e38] ->
-// [1, 0, 0]). Outputs below FLT_MIN may be flushed to 0.
+// Bound block
+//   Types:         float, double.
+//   Maximum error: float, T = 1: relative error <= 1e-6 for every output >= FLT_MIN, every
+//                  algorithm and instruction set (tests/softmax_test.cpp, against a long-double
+//                  reference); the sum of a 16M-element row is within 1e-5 of 1. T != 1 adds up
+//                  to |x - m|/T·2^-22 (the rounding of 1/T and of (x - m)·(1/T)).
+//                  double: relative error <= 1e-14.
+//   Valid range:   any finite input up to ±FLT_MAX, rows of any length (tested up to 10^6, with
+//                  spreads of 20 and 200 at offsets ±1000): [3e38, -3e38, 1e38] -> [1, 0, 0].
+//                  Outputs below FLT_MIN may be flushed to 0.
+//   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, excluded from every
+//                  reduction. A row of only -inf gives NaN (or 0 with zero_masked_rows). Any NaN
+//                  or +inf gives a NaN row. A temperature that is not finite and > 0 is a
+//                  precondition violation (asserted in debug builds) and gives a NaN row.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 
 #include <cstddef>
 
 #include "algorithm.hpp"
-#include "detail/api.hpp"
-
-#if __cplusplus >= 202002L && __has_include(<span>)
-#include <span>
-#define SMAX_HAS_SPAN 1
-#endif
+#include "api/entry.hpp"
+#include "kernels/softmax.hpp"
 
 SMAX_BEGIN_NAMESPACE
+namespace api {
 
-// Softmax of one row of n elements with the algorithm best for n: three-pass up to 4 MiB (by 8 KiB
-// blocks beyond 16 KiB), the blocked online normaliser beyond.
-template <class T, detail::if_real_t<T> = 0>
-inline void softmax(const T* x, T* y, std::size_t n, softmax_options const& opts = {}) noexcept {
-  api::forward<api::default_table>(x, n, y, n, 1, n, false, opts, kernels::algorithm_id::automatic);
-}
-
-// Softmax with an explicit algorithm: smax::three_pass, smax::online or smax::two_pass. All give
-// the same result within the stated bound. two_pass computes rows holding values beyond
-// |x/T| > 2^23 (1024 without FMA) with the three-pass algorithm.
-template <class Algorithm, class T, detail::if_real_t<T> = 0>
-inline auto softmax(Algorithm algorithm, const T* x, T* y, std::size_t n,
-                    softmax_options const& opts = {}) noexcept
-    -> decltype(api::algorithm_of(algorithm), void()) {
-  api::forward<api::default_table>(x, n, y, n, 1, n, false, opts, api::algorithm_of(algorithm));
+inline void check_temperature(softmax_options const& opts) noexcept {
+  SMAX_ASSERT(opts.temperature > 0.0 && opts.temperature < __builtin_huge_val() &&
+              "softmax_options::temperature must be finite and > 0");
+  (void)opts;
 }
 
-// Softmax of each row of a row-major rows × cols matrix whose rows start ld elements apart
-// (ld >= cols), for x and y alike.
-template <class T, detail::if_real_t<T> = 0>
-inline void softmax_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,
-                         softmax_options const& opts = {}) noexcept {
-  api::forward<api::default_table>(x, ld, y, ld, rows, cols, false, opts,
-                                   kernels::algorithm_id::automatic);
+inline kernels::algorithm_id kernel_algorithm(algorithm_choice a) noexcept {
+  switch (a) {
+    case algorithm_choice::three_pass: return kernels::algorithm_id::three_pass;
+    case algorithm_choice::online: return kernels::algorithm_id::online;
+    case algorithm_choice::two_pass: return kernels::algorithm_id::two_pass;
+    default: return kernels::algorithm_id::automatic;
+  }
 }
 
-template <class Algorithm, class T, detail::if_real_t<T> = 0>
-inline auto softmax_rows(Algorithm algorithm, const T* x, T* y, std::size_t rows,
-                         std::size_t cols, std::size_t ld, softmax_options const& opts = {}) noexcept
-    -> decltype(api::algorithm_of(algorithm), void()) {
-  api::forward<api::default_table>(x, ld, y, ld, rows, cols, false, opts,
-                                   api::algorithm_of(algorithm));
-}
+// Softmax (Log = false) and log-softmax (Log = true): one kernel table, one flag apart.
+template <bool Log>
+struct softmax_like_family {
+  using options = softmax_options;
+  using grads = no_param_grads;
+  static constexpr backward_shape backward_form = backward_shape::from_output;
+  static constexpr bool has_algorithms = true;
+  static constexpr bool masks_rows = false;  // the kernels handle zero_masked_rows themselves
 
-// Backward pass: dx = (1/T)·y ⊙ (dy - <dy, y>) for y = softmax(x) (spec §1(4)). Masked entries
-// (y = 0) get 0; sum(dx) = 0. Any of y, dy, dx may be the same array.
-template <class T, detail::if_real_t<T> = 0>
-inline void softmax_backward(const T* y, const T* dy, T* dx, std::size_t n,
-                             softmax_options const& opts = {}) noexcept {
-  api::backward<api::default_table>(y, n, dy, n, dx, n, 1, n, false, opts);
-}
+  static unsigned flags(options const& opts) noexcept {
+    return (Log ? kernels::flag_log : 0u) |
+           (opts.zero_masked_rows ? kernels::flag_zero_masked_rows : 0u);
+  }
+  static void check(options const& opts) noexcept { check_temperature(opts); }
 
-template <class T, detail::if_real_t<T> = 0>
-inline void softmax_backward_rows(const T* y, const T* dy, T* dx, std::size_t rows,
-                                  std::size_t cols, std::size_t ld,
-                                  softmax_options const& opts = {}) noexcept {
-  api::backward<api::default_table>(y, ld, dy, ld, dx, ld, rows, cols, false, opts);
-}
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                         std::size_t rows, std::size_t cols, options const& opts,
+                                         algorithm_choice algorithm) noexcept {
+    kernels::softmax_table<A>::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(opts.temperature),
+                               flags(opts), kernel_algorithm(algorithm));
+  }
+  template <class A, class T>
+  static SMAX_ALWAYS_INLINE void backward(A, const T*, std::size_t, const T* y, std::size_t ldy,
+                                          const T* dy, std::size_t lddy, T* dx, std::size_t lddx,
+                                          std::size_t rows, std::size_t cols, options const& opts,
+                                          grads*) noexcept {
+    kernels::softmax_table<A>::backward(y, ldy, dy, lddy, dx, lddx, rows, cols,
+                                static_cast<T>(opts.temperature), flags(opts));
+  }
+};
+using softmax_family = softmax_like_family<false>;
 
-#if defined(SMAX_HAS_SPAN)
-// std::span forms (C++20): x.size() == y.size() is a precondition.
-inline void softmax(std::span<const float> x, std::span<float> y,
-                    softmax_options const& opts = {}) noexcept {
-  SMAX_ASSERT(x.size() == y.size());
-  softmax(x.data(), y.data(), x.size(), opts);
-}
-inline void softmax(std::span<const double> x, std::span<double> y,
-                    softmax_options const& opts = {}) noexcept {
-  SMAX_ASSERT(x.size() == y.size());
-  softmax(x.data(), y.data(), x.size(), opts);
-}
-#endif
+}  // namespace api
+
+// softmax(x, y, n [, opts]): one row of n elements, with the algorithm best for n: three-pass for
+// rows up to 4 MiB (1M floats, 512K doubles), by 8 KiB blocks beyond 16 KiB (4096 floats), the
+// blocked online normaliser beyond.
+// softmax(algorithm, x, y, n [, opts]): smax::three_pass, smax::online or smax::two_pass; all
+// give the same result within the stated bound (two_pass computes rows holding values beyond
+// |x/T| > 2^23, 1024 without FMA, with the three-pass algorithm).
+// softmax_rows([algorithm,] x, y, rows, cols, ld [, opts]): each row of a row-major rows × cols
+// matrix whose rows start ld >= cols elements apart, for x and y alike.
+// softmax_backward(y, dy, dx, n [, opts]), softmax_backward_rows(y, dy, dx, rows, cols, ld
+// [, opts]): dx = (1/T)·y ⊙ (dy - <dy, y>) for y = softmax(x). Masked entries (y = 0) get 0;
+// sum(dx) = 0. Any of y, dy, dx may be the same array.
+// softmax(std::span<const T> x, std::span<T> y [, opts]) under C++20.
+SMAX_FAMILY(softmax, api::softmax_family, api::header_only)
 
 SMAX_END_NAMESPACE

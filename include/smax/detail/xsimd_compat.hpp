@@ -1,5 +1,6 @@
 #pragma once
-// The few xsimd spellings that changed between 8.1 and 13/14 (XSIMD.md §1.4), behind one name.
+// The few xsimd spellings that changed between 8.1 and 13/14 (hadd/reduce_add, the bitwise_cast
+// target, the architecture availability check; docs/dispatch.md), behind one name.
 // Everything here is templated on the architecture, so it is safe in per-architecture translation
 // units: no weak non-architecture symbol can leak from one instruction set into another.
 
@@ -32,7 +33,7 @@ inline xsimd::batch<To, A> bitcast(xsimd::batch<From, A> const& x) noexcept {
 }
 
 // True when the CPU this runs on can execute code built for A. On 8.1 only `best` is reliable
-// (its per-ISA bits misread CPUID, XSIMD.md §1.5).
+// (its per-ISA bits misread CPUID: AVX from the wrong leaf, SSE2 from the wrong register).
 template <class A>
 inline bool arch_available() noexcept {
 #if XSIMD_VERSION_MAJOR >= 13
@@ -239,8 +240,8 @@ inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
 #if defined(SMAX_X86_REDUCTIONS)
 // The AVX2+FMA kernels compiled inside Host's (an AVX-512 architecture's) translation unit: a
 // row of at most 16 floats (8 doubles) is one 512-bit register, and the latency of its chain
-// (horizontal max, exp, horizontal sum, normalise) is shorter on 256-bit registers (smax_bench,
-// AVX-512: softmax 16 elements 0.019 -> 0.017 us). A distinct architecture type per Host, so
+// (horizontal max, exp, horizontal sum, normalise) is shorter on 256-bit registers (figures in
+// bench/results/ and the commit log; docs/dispatch.md). A distinct architecture type per Host, so
 // that these instantiations (built with Host's flags, possibly with EVEX-only instructions) never
 // share a symbol with the AVX2 translation unit's, or with another Host's. xsimd takes its
 // kernels from fma3<avx2> (the base class) and its registers from the specialisation below.

@@ -1,22 +1,22 @@
 #pragma once
-// MultiMax (spec §10): y = softmax(σ(x)) with the second-order modulation
+// MultiMax (docs/multimax.md): y = softmax(σ(x)) with the second-order modulation
 //   σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²,
 // and its backward pass with the gradients of the eight parameters.
 //
 // The forward pass is the three-pass softmax (softmax_three_pass.hpp) with σ applied inside its
 // lambdas, never stored (recomputing costs fewer cycles than a store and a reload once the row
 // leaves the cache):
-// * σ nondecreasing (t2 <= 0 <= t3, 1 - t0 >= 0, 1 + t1 >= 0, 1 - t0 + t1 >= 0: the spec's
-//   monotonicity condition, and the trained parameters' usual region): the max pass is softmax's
-//   (max and min of x), max σ = σ(max x), and the exp pass evaluates a 10-operation form of σ
-//   shifted by a constant (multimax_modulation_nondecreasing).
+// * σ nondecreasing (t2 <= 0 <= t3, 1 - t0 >= 0, 1 + t1 >= 0, 1 - t0 + t1 >= 0: the sufficient
+//   condition for monotonicity, and the trained parameters' usual region): the max pass is
+//   softmax's (max and min of x), max σ = σ(max x), and the exp pass evaluates a 10-operation form
+//   of σ shifted by a constant (multimax_modulation_nondecreasing).
 // * otherwise the max pass takes the maximum and minimum of σ(x) itself (multimax_range).
-// Either way exp(σ(x) - shift) carries the rounding error of the difference exactly, as in
-// softmax, and the last pass scales by 1/sum. Rows of at most four registers compute σ once,
-// in registers, four rows at a time. Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or ±inf
-// depending on the parameters, spec §0.2), so they take part in no reduction and come out as
-// exactly 0. With every t = 0, σ(x) = x exactly (each term is an FMA with a zero product) and
-// the result is the three-pass softmax's bit for bit.
+// Either way exp(σ(x) - shift) carries the rounding error of the difference exactly, as in softmax,
+// and the last pass scales by 1/sum. Rows of at most four registers compute σ once, in registers,
+// four rows at a time. Masked entries (x = -inf) are selected to -inf after σ (σ(-inf) is NaN or
+// ±inf depending on the parameters; docs/edge_cases.md), so they take part in no reduction and come
+// out as exactly 0. With every t = 0, σ(x) = x exactly (each term is an FMA with a zero product)
+// and the result is the three-pass softmax's bit for bit.
 //
 // Members of multimax_table are defined out of class and not inline, and every helper is
 // templated on A (see table.hpp): this is what makes runtime dispatch ODR-safe.
@@ -82,7 +82,7 @@ inline bool valid_parameters(multimax_parameters<T> const& p) noexcept {
   return true;
 }
 
-// A row's spec §0.2 outcome from the maximum of σ: NaN (a NaN or +inf in the maximum) and fully
+// A row's bad-input outcome from the maximum of σ: NaN (a NaN or +inf in the maximum) and fully
 // masked (-inf) rows are NaN rows (MultiMax has no zero_masked_rows mode). A NaN the maximum
 // missed shows up in the sum of exponentials instead.
 template <class A, class T>
@@ -218,9 +218,9 @@ inline primitives::range_result<T> multimax_range(const T* x, std::size_t n,
   return {smax::detail::horizontal_max(m), -smax::detail::horizontal_max(-xsimd::min(l0, l1))};
 }
 
-// Whether σ is nondecreasing everywhere (spec §10(5)'s sufficient condition, with equality
-// allowed): t2 <= 0, t3 >= 0 and 1 - t0·a + t1·b >= 0 for a, b in {0, 1}. Then the largest σ of a
-// row is σ(max x), and the max pass needs only max x.
+// Whether σ is nondecreasing everywhere (the sufficient condition of docs/multimax.md, with
+// equality allowed): t2 <= 0, t3 >= 0 and 1 - t0·a + t1·b >= 0 for a, b in {0, 1}. Then the largest
+// σ of a row is σ(max x), and the max pass needs only max x.
 template <class A, class T>
 inline bool multimax_nondecreasing(multimax_parameters<T> const& p) noexcept {
   const double t0 = p.t[0], t1 = p.t[1];
@@ -391,7 +391,7 @@ SMAX_ALWAYS_INLINE void multimax_forward_rows(const T* x, std::size_t ldx, T* y,
   for (std::size_t r = 0; r < rows; ++r) multimax_row<A>(x + r * ldx, y + r * ldy, cols, sigma, next(r));
 }
 
-// The parameter-gradient sums of spec §10(4), in double, indexed as below:
+// The parameter-gradient sums (docs/multimax.md), in double, indexed as below:
 //   0: Σ gz·relu(r0 - x)   1: Σ gz·[x < r0]   2: Σ gz·relu(x - r1)   3: Σ gz·[x > r1]
 //   4: Σ gz·relu(r2 - x)   5: Σ gz·relu(r2 - x)²   6: Σ gz·relu(x - r3)   7: Σ gz·relu(x - r3)²
 constexpr int multimax_sum_count = 8;

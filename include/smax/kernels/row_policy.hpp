@@ -1,6 +1,6 @@
 #pragma once
-// What every normalising row kernel shares: its parameters and the edge-case policy of spec §0.2
-// (E4 all masked, E5 +inf, E6 NaN), applied before any exponential is taken.
+// What every normalising row kernel shares: its parameters and the row rules of the bad-input
+// contract (docs/edge_cases.md: all masked, +inf, NaN), applied before any exponential is taken.
 
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
@@ -68,14 +68,14 @@ inline bool finish_special_row(T max, bool has_nan, T* y, std::size_t n,
   return false;
 }
 
-// Outputs below FLT_MIN may be flushed to 0 (spec E8), and on x86 they must be: a multiply whose
-// result is subnormal takes a microcode assist (~100 cycles), which made rows whose tail
-// underflows (a large 1/T, or SSMax's λ·spread > 87) five times slower. Sets MXCSR.FTZ for the
-// call and restores it; inputs are not touched (DAZ stays as it was). Only where FMA is native:
-// without it the exp's scale·p + scale rounds scale·p on its own, and flushing that (subnormal)
-// product would cost accuracy on results that are normal.
-// Calls of fewer than flush_min_elements elements skip it: the two MXCSR writes cost ~4 ns, 10 %
-// of a 16-element row, more than the assists they could save there.
+// Outputs below FLT_MIN may be flushed to 0 (docs/edge_cases.md), and on x86 they must be: a
+// multiply whose result is subnormal takes a microcode assist (~100 cycles), which made rows whose
+// tail underflows (a large 1/T, or SSMax's λ·spread > 87) several times slower. Sets MXCSR.FTZ
+// for the call and restores it; inputs are not touched (DAZ stays as it was). Only where FMA is
+// native: without it the exp's scale·p + scale rounds scale·p on its own, and flushing that
+// (subnormal) product would cost accuracy on results that are normal (docs/dispatch.md).
+// Calls of fewer than flush_min_elements elements skip it: on short rows the two MXCSR writes
+// cost more than the assists they could save.
 constexpr std::size_t flush_min_elements = 1024;
 template <class A, bool = smax::detail::has_native_fma<A>::value>
 struct flush_subnormal_results {

@@ -1,5 +1,5 @@
 #pragma once
-// Sigmoid and sigmoid attention (spec §9), elementwise: y = σ(x + b), dx = dy·y·(1 - y).
+// Sigmoid and sigmoid attention (docs/sigmoid.md), elementwise: y = σ(x + b), dx = dy·y·(1 - y).
 // σ(t) = 1/(1 + e) for t >= 0 and e/(1 + e) for t < 0 with e = exp(-|t|), so the exponential
 // never overflows and 1 - σ is never formed by subtraction.
 

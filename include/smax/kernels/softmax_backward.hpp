@@ -1,5 +1,6 @@
 #pragma once
-// Backward passes (vector-Jacobian products), spec §1(4) and §2(4). Two sweeps, no exp for
+// Backward passes (vector-Jacobian products, docs/softmax.md): softmax
+// dx = (1/T)·y ⊙ (dy - <dy, y>), log-softmax dx = (dy - exp(z)·sum(dy))/T. Two sweeps, no exp for
 // softmax; one exp per element for log-softmax (recomputing p = exp(z) from its output).
 
 #include "../primitives/exp.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// Online normaliser (Milakov & Gimelshein 2018, spec §4), blocked: pass 1 keeps (m, d) and per
-// cache-resident block takes the block's max first, rescales d once if the max grew, then sums
+// Online normaliser (Milakov & Gimelshein 2018; docs/softmax.md), blocked: pass 1 keeps (m, d) and
+// per cache-resident block takes the block's max first, rescales d once if the max grew, then sums
 // exp(x - m) over the block while it is still in L1. One exp per element in pass 1, no per-element
 // rescale, and the row is read from memory only once per pass: pass 2 computes exp(x - m)/d and
 // writes y. 3 memory accesses per element against 5 for the three-pass reloading form.
@@ -70,7 +70,7 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
 }
 
 // Rows past L2 are read from memory while the exp keeps the core busy: prefetching 8 KiB ahead
-// keeps loads in flight (measured: pass 2 of a 16M row 11.3 -> 10.0 ms here).
+// keeps loads in flight, which makes pass 2 of a row far beyond the cache measurably faster.
 template <class A, class T>
 inline std::size_t online_prefetch_distance(std::size_t n) noexcept {
   return n * sizeof(T) > (std::size_t(1) << 20) ? 8192 / sizeof(T) : 0;

@@ -1,11 +1,11 @@
 #pragma once
-// Two-pass softmax (Dukhan & Ablavatski 2020, spec §5): exp(u) = p·2^k with p in [2^-1/2, 2^1/2]
-// and an integer k, accumulated per lane as (V, E) with V·2^E = sum of exp(u): no max pass, so
-// the row is read twice and written once. Pass 2 writes p·2^(k - E)/V.
+// Two-pass softmax (Dukhan & Ablavatski 2020; docs/softmax.md): exp(u) = p·2^k with p in [2^-1/2,
+// 2^1/2] and an integer k, accumulated per lane as (V, E) with V·2^E = sum of exp(u): no max pass,
+// so the row is read twice and written once. Pass 2 writes p·2^(k - E)/V.
 //
 // Domain: the decomposition is exact while k·ln2 reduces exactly, |u| <= 2^23 with a fused
 // multiply-add and |u| <= 1024 without one (k·ln2_lo is then rounded). A row outside it (or
-// holding +inf) is computed by the three-pass kernel instead, as spec §5 prescribes; so is
+// holding +inf) is computed by the three-pass kernel instead; so is
 // T != 1 without a fused multiply-add, and float log-softmax with sum exponent |E| >= 2^14.
 // Masked entries (-inf) contribute nothing (XNNPACK's kernel would give NaN).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Softpick (spec §7): y_i = relu(a_i) / (sum_j |a_j| + eps) with a_j = e^(x_j - m) - e^-m,
+// Softpick (docs/softpick.md): y_i = relu(a_i) / (sum_j |a_j| + eps) with a_j = e^(x_j - m) - e^-m,
 // m = max x, over the finite x_j; all zero when m <= 0.
 //
 // The term is evaluated without the cancellation of the code's form e^(x-m) - e^-m (which loses
@@ -7,8 +7,8 @@
 // [0.7, 1.42], a_j = c·b_j where b_j = 2^-K·expm1(x_j) comes from one range reduction of x_j
 // (primitives::expm1_scaled): its only error is that of expm1, relative, on both sides of 0.
 // c cancels in y except against eps: y_i = relu(b_i) / (sum |b_j| + eps/c). For m above
-// fast_max the exponent range of 2^(k-K) runs out, and the kernels use the spec's form (2)
-// literally: a = e^(x-m)·(-expm1(-x)) for x > 0, expm1(x)·e^-m for x <= 0 (two exponentials).
+// fast_max the exponent range of 2^(k-K) runs out, and the kernels use the two-exponential form
+// (large_term): a = e^(x-m)·(-expm1(-x)) for x > 0, expm1(x)·e^-m for x <= 0 (two exponentials).
 //
 // Rows of at most four registers stay in registers (batches of them go four rows at a time,
 // interleaved). Rows up to three_pass_max_bytes run three
@@ -16,7 +16,7 @@
 // online (per block: max, rescale the sum by the exact power of two 2^(K_old - K_new) when K
 // grows, sum |b| while the block is in L1), pass 2 recomputes b and writes relu(b)/S'.
 //
-// Backward (spec §7(4)): with S' = sum |a| + eps and c = <dy, y>,
+// Backward (docs/softpick.md): with S' = sum |a| + eps and c = <dy, y>,
 // dx_k = e^(x_k - m)/S' · ([x_k > 0]·dy_k - sgn(x_k)·c), and dx_k* -= c·eps/S' at the first
 // argmax k*. S' is recomputed from x (y is used only for c).
 
@@ -142,7 +142,7 @@ struct term {
   }
 };
 
-// a(x) for m > fast_max, by spec §7(2) as written: e^(x-m)·(-expm1(-x)) for x > 0 and
+// a(x) for m > fast_max, in the cancellation-free form e^(x-m)·(-expm1(-x)) for x > 0 and
 // expm1(x)·e^-m for x <= 0, from one expm1 of -|x|.
 template <class A, class T>
 struct large_term {

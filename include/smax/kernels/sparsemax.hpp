@@ -1,6 +1,6 @@
 #pragma once
-// Sparsemax kernels (spec §6) for one instruction set A: y = max(x - tau, 0) with tau such that
-// sum(y) = 1, its backward pass and the sparsemax loss.
+// Sparsemax kernels (docs/sparsemax.md) for one instruction set A: y = max(x - tau, 0) with tau
+// such that sum(y) = 1, its backward pass and the sparsemax loss.
 //
 // Every algorithm works on z = x - m (m the row maximum), computed in T exactly as the write pass
 // computes it, and finds tau_z (the threshold of z) in double from those z values:
@@ -150,7 +150,7 @@ inline double sorted_threshold(double* c, std::size_t k) noexcept {
       e += as >= av ? (s - t) + v : (v - t) + s;
     }
     s = t;
-    // Strict: an element exactly at the threshold is not in the support (spec §6(3)).
+    // Strict: an element exactly at the threshold is not in the support ([1, 0] -> [1, 0]).
     if (1.0 + static_cast<double>(j + 1) * v > s + e) {
       best = j + 1;
       best_sum = s + e;
@@ -206,7 +206,7 @@ inline T max_with_lanes(const T* x, std::size_t n, bool* has_nan, T* lanes) noex
   return r.max;
 }
 
-// Special rows (spec E1, E4-E6): NaN or +inf anywhere, or nothing but -inf. Returns true when
+// Special rows (docs/edge_cases.md): NaN or +inf anywhere, or nothing but -inf. Returns true when
 // the state is final.
 template <class A, class T>
 inline bool special_row(T max, bool has_nan, std::size_t n, sparsemax_row_state<T>& s) noexcept {

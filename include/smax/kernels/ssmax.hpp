@@ -1,19 +1,24 @@
 #pragma once
-// Scalable-Softmax (spec §8): y = softmax(λ·x), λ = s·ln n + b, on the softmax core. λ > 0 is
+// Scalable-Softmax (docs/ssmax.md): y = softmax(λ·x), λ = s·ln n + b, on the softmax core. λ > 0 is
 // softmax with 1/T = λ (the pre-max scale of the three-pass / online kernels: the same cost as
 // softmax with a temperature); λ < 0 is softmax(|λ|·(-x)) (the max of -x is the min of x), with
 // masks kept; λ = 0 is uniform over the unmasked entries.
 
 #include <cmath>
 
-#include "table.hpp"
+#include "softmax.hpp"
 
 namespace smax {
 namespace kernels {
 
 template <class A>
 struct ssmax_table {
-  // y = softmax(λ·x) for a rows × cols block (x == y allowed); flags as table<A>::forward.
+  // λ = s·ln(n) + bias rounded once to the element type (float: ln n inline, within 2^-32
+  // relative; double: libm's log). Here, not in the API layer, so that the runtime form computes
+  // it with the same instruction set (and so the same bits) as the header-only form.
+  static float lambda(double s, double bias, double n, float*) noexcept;
+  static double lambda(double s, double bias, double n, double*) noexcept;
+  // y = softmax(λ·x) for a rows × cols block (x == y allowed); flags as softmax_table<A>::forward.
   static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
                       std::size_t cols, float lambda, unsigned flags) noexcept;
   static void forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
@@ -116,6 +121,15 @@ inline void ssmax_backward_rows(const T* x, std::size_t ldx, const T* y, std::si
 }
 
 }  // namespace detail
+
+template <class A>
+float ssmax_table<A>::lambda(double s, double bias, double n, float*) noexcept {
+  return static_cast<float>(s * primitives::log_of_sum<A>(n) + bias);
+}
+template <class A>
+double ssmax_table<A>::lambda(double s, double bias, double n, double*) noexcept {
+  return s * std::log(n) + bias;
+}
 
 template <class A>
 void ssmax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,

@@ -70,7 +70,7 @@ enum class difference_error {
 // The cheapest exact form for a row with maximum `max` and minimum `min` (finite max).
 // Dekker's Fast2Sum(a, b) is exact when exponent(a) >= exponent(b).
 // Compared on the exponent fields (|min| < 2^(exponent(max) + 1)), not with ilogb and ldexp:
-// two library calls per row (about 3 ns, 1 % of a 1000-element row).
+// two library calls per row, a visible cost on short rows.
 template <class T>
 inline difference_error choose_difference_error(T max, T min) noexcept {
   using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
@@ -211,9 +211,9 @@ inline decltype(auto) with_exp_minus_max(T max, T min, T inv_t, F&& f) {
 // j = floor(max·s·log2e) instead of σ = max·s: every value is exp((x - max)·s) times one row
 // constant exp(max·s - σ) in [1, 2), which a normalised result never sees. Its range reduction
 // needs no x - max, so there is no rounding error of x - max to carry (exp_shifted): 13
-// operations a vector on AVX-512 against exp_minus_max's 15 to 18 (unscaled; the exp pass of a
-// 4096-element row: 0.150 -> 0.122 ns an element). The shift is at most max·s, so no value that is normal
-// relative to the maximum underflows. For softmax rows with |max·s| < 2^20 (float, with FMA)
+// operations a vector on AVX-512 against exp_minus_max's 15 to 18 (unscaled), which makes the exp
+// pass of a long row faster. The shift is at most max·s, so no value that is normal relative to
+// the maximum underflows. For softmax rows with |max·s| < 2^20 (float, with FMA)
 // (uses_power_of_two_shift). Not for log-softmax: the maximum's own value is no longer exactly 1,
 // which would cost a row dominated by its maximum the exact 0 of its log-softmax (and its sum
 // needs no x - max error anyway, difference_error::dropped).
@@ -289,11 +289,11 @@ inline decltype(auto) with_shifted_exp(T max, T min, T inv_t, F&& f) {
 // Short rows (a register_row of Count registers), whose minimum is not known and whose latency
 // counts: exp_minus_shift from two registers up, for unscaled rows in its range; otherwise
 // exp_minus_max in TwoSum's form. A one-register row gains nothing from the shift (its exp is
-// not the longer chain) and would pay for short_normalizer's select (n = 16: 0.020 -> 0.022 us);
-// a scaled row's shift constants (a division and its residual) lengthen the chain (SSMax at 64
-// elements 0.035 -> 0.040 us). Nor does a row of two 256-bit registers on AVX-512
-// (detail::avx2_in, one 512-bit register's worth): with the shift a batch of 16-element rows
-// took 180 instead of 150 us (16384 rows).
+// not the longer chain) and would pay for short_normalizer's select (slower at n = 16); a scaled
+// row's shift constants (a division and its residual) lengthen the chain (slower SSMax at 64
+// elements). Nor does a row of two 256-bit registers on AVX-512 (detail::avx2_in, one 512-bit
+// register's worth): with the shift, batches of 16-element rows lost the speed they have on
+// 512-bit registers.
 template <class A, bool Scaled, std::size_t Count>
 constexpr bool short_row_shift = !Scaled && Count >= 2 && !detail::is_avx2_in<A>::value;
 

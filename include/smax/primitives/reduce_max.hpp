@@ -1,6 +1,6 @@
 #pragma once
-// Row maximum with explicit NaN detection (spec §0.2): SIMD max treats NaN differently on x86 and
-// NEON and by operand order, so NaN is flagged separately and never relied on to propagate.
+// Row maximum with explicit NaN detection (docs/edge_cases.md): SIMD max treats NaN differently on
+// x86 and NEON and by operand order, so NaN is flagged separately and never relied on to propagate.
 
 #include "partial.hpp"
 

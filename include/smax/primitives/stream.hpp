@@ -30,8 +30,8 @@ inline std::size_t last_level_cache_bytes() noexcept {
 // last-level cache is smaller, so the system is asked only about rows that take milliseconds)
 // and at most 32 MiB. Past 32 MiB of output, output and input together (64 MiB) leave the L3
 // one core reaches on every current part but the largest (96 MiB per CCD with 3D V-Cache), and
-// virtual machines report the host's whole cache: this one claims 480 MiB, yet streaming its
-// 64 MiB row takes softmax 10.1 -> 8.4 ms and log-softmax 10.7 -> 7.9 ms (smax_bench, 16M).
+// virtual machines report the host's whole cache: the benchmark machine claims 480 MiB, yet
+// streaming its 64 MiB rows makes softmax and log-softmax markedly faster (docs/dispatch.md).
 // The environment variable SMAX_STREAMING_MIN_BYTES replaces it, read once: on a server whose
 // last-level cache is shared by many cores, a thread's share of it is the better threshold
 // (glibc's memcpy uses 3/4 of that share), and 0 streams every pass (for tests).

@@ -1,6 +1,7 @@
 #pragma once
-// Scalar long-double reference for MultiMax (spec §10) and its backward pass with the parameter
-// gradients, written straight from the spec, including the edge-case policy E1-E8 of §0.2:
+// Scalar long-double reference for MultiMax and its backward pass with the parameter gradients,
+// written straight from the definition (docs/multimax.md) and the bad-input contract
+// (docs/edge_cases.md):
 // masked entries (-inf) stay masked after the modulation (σ is never applied to them), a NaN or
 // +inf anywhere or a fully masked row gives a NaN row. The ground truth for tests; slow and
 // simple on purpose.
@@ -67,7 +68,7 @@ struct multimax_gradients {
   std::array<long double, 4> dt{}, dr{};
 };
 
-// The VJP of spec §10(4) from the forward output y: gz = y·(dy - <dy, y>), dx = gz·σ'(x) (0 at
+// The VJP (docs/multimax.md) from the forward output y: gz = y·(dy - <dy, y>), dx = gz·σ'(x) (0 at
 // masked entries), and the parameter gradients summed over the unmasked entries.
 template <class X>
 multimax_gradients multimax_backward(const X* x, std::vector<long double> const& y,

@@ -1,5 +1,6 @@
 #pragma once
-// Scalar long-double reference for sigmoid and its backward pass, straight from spec §9.
+// Scalar long-double reference for sigmoid and its backward pass, straight from the definition
+// (docs/sigmoid.md).
 
 #include <cmath>
 
@@ -8,7 +9,7 @@
 SMAX_BEGIN_NAMESPACE
 namespace reference {
 
-// σ(t) for t = x + b, in long double; ±inf and NaN per spec §9(3).
+// σ(t) for t = x + b, in long double; -inf -> 0, +inf -> 1, NaN -> NaN.
 inline long double sigmoid(long double t) {
   if (std::isnan(t)) return t;
   return t >= 0 ? 1.0L / (1.0L + std::exp(-t)) : std::exp(t) / (1.0L + std::exp(t));

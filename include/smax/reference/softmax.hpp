@@ -1,7 +1,7 @@
 #pragma once
 // Scalar long-double references for softmax, log-softmax and their backward passes, written
-// straight from spec §0-§2 (including the edge-case policy E1-E8). The ground truth for tests;
-// slow and simple on purpose.
+// straight from the definitions (docs/softmax.md) and the bad-input contract (docs/edge_cases.md).
+// The ground truth for tests; slow and simple on purpose.
 
 #include <cmath>
 #include <cstddef>

@@ -1,6 +1,7 @@
 #pragma once
-// Scalar long-double reference for softpick and its backward pass, written straight from spec §7
-// (and the edge-case policy of §0.2). The ground truth for tests; slow and simple on purpose.
+// Scalar long-double reference for softpick and its backward pass, written straight from the
+// definition (docs/softpick.md) and the bad-input contract (docs/edge_cases.md). The ground truth
+// for tests; slow and simple on purpose.
 
 #include <cmath>
 #include <cstddef>
@@ -11,9 +12,9 @@
 SMAX_BEGIN_NAMESPACE
 namespace reference {
 
-// Spec §7(2): m = max over x; m <= 0 gives zeros; a_j = e^(x_j - m)·(-expm1(-x_j)) for x_j > 0,
+// The expm1 form: m = max over x; m <= 0 gives zeros; a_j = e^(x_j - m)·(-expm1(-x_j)) for x_j > 0,
 // expm1(x_j)·e^-m for finite x_j <= 0, 0 (and left out of the sum) for x_j = -inf;
-// y_i = relu(a_i)/(sum |a_j| + eps). E4 (all -inf), E5 (+inf), E6 (NaN): NaN row.
+// y_i = relu(a_i)/(sum |a_j| + eps). All -inf, +inf or NaN: NaN row.
 template <class T>
 std::vector<long double> softpick(const T* x, std::size_t n, long double eps = 1e-8L) {
   const long double inf = HUGE_VALL, nan = NAN;
@@ -47,7 +48,7 @@ std::vector<long double> softpick(const T* x, std::size_t n, long double eps = 1
   return y;
 }
 
-// dx = J(x)^T dy by spec §7(4), in long double from x (the reference's own S').
+// dx = J(x)^T dy (docs/softpick.md), in long double from x (the reference's own S').
 template <class T>
 std::vector<long double> softpick_backward(const T* x, std::vector<long double> const& dy,
                                            std::size_t n, long double eps = 1e-8L) {

@@ -1,6 +1,7 @@
 #pragma once
 // Scalar long-double reference for sparsemax, its backward pass and the sparsemax loss, written
-// straight from spec §6 with the sort-based algorithm and the edge-case policy E1-E8. The ground
+// straight from the definition with the sort-based algorithm (docs/sparsemax.md) and the bad-input
+// contract (docs/edge_cases.md). The ground
 // truth for tests; slow and simple on purpose.
 
 #include <algorithm>

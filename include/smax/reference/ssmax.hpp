@@ -1,6 +1,6 @@
 #pragma once
-// Scalar long-double reference for SSMax (spec §8): softmax(λ·x) over the unmasked entries, the
-// scale applied to finite entries only, and the gradient of λ.
+// Scalar long-double reference for SSMax (docs/ssmax.md): softmax(λ·x) over the unmasked entries,
+// the scale applied to finite entries only, and the gradient of λ.
 
 #include <cmath>
 #include <cstddef>

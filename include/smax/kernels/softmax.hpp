@@ -1,13 +1,14 @@
 #pragma once
-// The kernels of the softmax family (softmax, log-softmax, online state) for one instruction set A, as plain functions on raw
-// pointers. The header-only API calls table<xsimd::default_arch>; runtime dispatch compiles
-// table<A> once per instruction set in its own translation unit (cmake/SmaxDispatch.cmake) and
+// The kernels of the softmax family (softmax, log-softmax, online state) for one instruction set
+// A, as plain functions on raw pointers. The header-only API calls
+// softmax_table<xsimd::default_arch>; runtime dispatch compiles softmax_table<A> once per
+// instruction set in its own translation unit (cmake/SmaxDispatch.cmake) and
 // declares those instantiations extern here, so no other translation unit instantiates them.
 //
 // Members are defined out of class and not inline: an inline definition would bypass the
 // extern template declarations. Nothing below calls a non-A-templated inline function other
 // than extern "C" libm functions, so no weak symbol compiled for one instruction set can be
-// picked by the linker for another (XSIMD.md §2).
+// picked by the linker for another (docs/dispatch.md).
 
 #include <cstddef>
 
@@ -34,12 +35,12 @@ enum : unsigned { flag_log = 1u, flag_zero_masked_rows = 2u };
 constexpr std::size_t three_pass_max_bytes = std::size_t(4) << 20;
 // Log-softmax's online form takes no more exponentials than its three-pass form (its second pass
 // is (x - m) - log s), so it wins as soon as the row leaves L1 and the saved pass over x has to
-// come from L2: 32768 elements 8.86 -> 8.58 us, 262144 86.7 -> 79.2 us; at 4096 the three-pass
-// form is still faster (0.81 against 0.88 us).
+// come from L2 (faster from 32768 elements on); at 4096 elements the three-pass form is still
+// faster.
 constexpr std::size_t log_three_pass_max_bytes = std::size_t(64) << 10;
 
 template <class A>
-struct table {
+struct softmax_table {
   static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                       std::size_t rows, std::size_t cols, float temperature, unsigned flags,
                       algorithm_id algorithm) noexcept;
@@ -117,8 +118,7 @@ inline void short_row_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy, 
 
 // The rows given 1/T (> 0 and finite); `scaled` is false exactly when 1/T = 1. SSMax comes
 // here with its λ as 1/T, so it costs what softmax with a temperature costs. Inlined into its
-// callers: the call level cost a 16-element row 2-4 ns (softmax 0.018 -> 0.016 us, log-softmax
-// 0.023 -> 0.019 us).
+// callers: the call level cost a 16-element row a measurable share of its time.
 template <class A, class T>
 SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                 std::size_t rows, std::size_t cols, T inv_temperature,
@@ -274,77 +274,77 @@ inline void exp_minus_shift(const T* x, T* y, std::size_t n, T max, T temperatur
 }  // namespace detail
 
 template <class A>
-void table<A>::exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept {
+void softmax_table<A>::exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept {
   detail::exp_minus_shift<A>(x, y, n, max, temperature);
 }
 template <class A>
-void table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
+void softmax_table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
                                double temperature) noexcept {
   detail::exp_minus_shift<A>(x, y, n, max, temperature);
 }
 template <class A>
-void table<A>::log_of_sum(const double* s, double* y, std::size_t n) noexcept {
+void softmax_table<A>::log_of_sum(const double* s, double* y, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = primitives::log_of_sum<A>(s[i]);
 }
 template <class A>
-void table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
+void softmax_table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
                              primitives::difference_error form) noexcept {
   detail::exp_minus_max<A>(x, y, n, max, form);
 }
 template <class A>
-void table<A>::exp_minus_max(const double* x, double* y, std::size_t n, double max,
+void softmax_table<A>::exp_minus_max(const double* x, double* y, std::size_t n, double max,
                              primitives::difference_error form) noexcept {
   detail::exp_minus_max<A>(x, y, n, max, form);
 }
 template <class A>
-void table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
+void softmax_table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
   detail::exp_nonpositive<A>(x, y, n);
 }
 template <class A>
-void table<A>::exp_nonpositive(const double* x, double* y, std::size_t n) noexcept {
+void softmax_table<A>::exp_nonpositive(const double* x, double* y, std::size_t n) noexcept {
   detail::exp_nonpositive<A>(x, y, n);
 }
 template <class A>
-void table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
+void softmax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                        std::size_t rows, std::size_t cols, float temperature, unsigned flags,
                        algorithm_id algorithm) noexcept {
   detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
 }
 template <class A>
-void table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
+void softmax_table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
                        std::size_t rows, std::size_t cols, double temperature, unsigned flags,
                        algorithm_id algorithm) noexcept {
   detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
 }
 template <class A>
-void table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
+void softmax_table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
                         float* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
                         float temperature, unsigned flags) noexcept {
   detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
 }
 template <class A>
-void table<A>::backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
+void softmax_table<A>::backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
                         double* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
                         double temperature, unsigned flags) noexcept {
   detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
 }
 template <class A>
-void table<A>::online_reduce(const float* x, std::size_t n, float temperature, float* max,
+void softmax_table<A>::online_reduce(const float* x, std::size_t n, float temperature, float* max,
                              double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
 template <class A>
-void table<A>::online_reduce(const double* x, std::size_t n, double temperature, double* max,
+void softmax_table<A>::online_reduce(const double* x, std::size_t n, double temperature, double* max,
                              double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
 template <class A>
-void table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
+void softmax_table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                 unsigned flags, float max, double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
 template <class A>
-void table<A>::online_normalize(const double* x, double* y, std::size_t n, double temperature,
+void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t n, double temperature,
                                 unsigned flags, double max, double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
@@ -353,4 +353,4 @@ void table<A>::online_normalize(const double* x, double* y, std::size_t n, doubl
 }  // namespace smax
 
 #include "../detail/dispatch_declarations.hpp"
-SMAX_DECLARE_DISPATCHED_TABLE(table)
+SMAX_DECLARE_DISPATCHED_TABLE(softmax_table)

@@ -1,0 +1,39 @@
+#pragma once
+// The one list of families. SMAX_FAMILIES drives the runtime-dispatched entry points
+// (runtime.hpp), the Eigen overloads (eigen.hpp) and the test that enumerates every form;
+// SMAX_KERNEL_TABLES is what a runtime-dispatch translation unit compiles for its instruction set
+// (cmake/smax_dispatch_arch.cpp.in). A new family adds its header here, one X(...) line to
+// SMAX_FAMILIES and, if it brings a kernel table of its own, one to SMAX_KERNEL_TABLES.
+//
+// X(name, extra forms): api::name##_family describes the family (api/entry.hpp); the extra forms
+// are a macro of the family header that stamps its functions beyond the common set for a
+// dispatcher (SMAX_NO_EXTRA_FORMS for none).
+
+#include "log_softmax.hpp"
+#include "multimax.hpp"
+#include "online.hpp"
+#include "sigmoid.hpp"
+#include "softmax.hpp"
+#include "softpick.hpp"
+#include "sparsemax.hpp"
+#include "ssmax.hpp"
+
+#define SMAX_NO_EXTRA_FORMS(Dispatch)
+
+#define SMAX_FAMILIES(X)                       \
+  X(softmax, SMAX_ONLINE_FORMS)                \
+  X(log_softmax, SMAX_NO_EXTRA_FORMS)          \
+  X(ssmax, SMAX_NO_EXTRA_FORMS)                \
+  X(multimax, SMAX_NO_EXTRA_FORMS)             \
+  X(softpick, SMAX_NO_EXTRA_FORMS)             \
+  X(sparsemax, SMAX_SPARSEMAX_EXTRA_FORMS)     \
+  X(sigmoid, SMAX_NO_EXTRA_FORMS)              \
+  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS)
+
+#define SMAX_KERNEL_TABLES(X) \
+  X(softmax_table)            \
+  X(ssmax_table)              \
+  X(multimax_table)           \
+  X(softpick_table)           \
+  X(sparsemax_table)          \
+  X(sigmoid_table)
