@@ -13,6 +13,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smax_bench {
@@ -26,14 +27,45 @@ struct batch_shape {
 };
 inline const std::vector<batch_shape> batch_shapes = {{4096, 1024}, {16384, 16}, {4096, 64}, {1024, 256}};
 
-inline std::size_t last_level_cache_bytes() {
+// The last-level cache as the system reports it (L3, else L2; 0 if it does not say).
+inline std::size_t reported_last_level_cache_bytes() {
   long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t(32) << 20;
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : 0;
+}
+
+// The last-level cache the benchmarks size their data by: the reported one clamped to
+// [4, 32] MiB, as smax's streaming stores are (primitives/stream.hpp). Virtual machines report
+// the host's whole L3 (320-480 MiB), far more than one core reaches: sized by that, a 16 MiB
+// batch stayed in place and was timed warm.
+inline std::size_t last_level_cache_bytes() {
+  const std::size_t lowest = std::size_t(4) << 20, highest = std::size_t(32) << 20;
+  const std::size_t reported = reported_last_level_cache_bytes();
+  if (reported == 0) return highest;
+  return reported < lowest ? lowest : reported > highest ? highest : reported;
+}
+
+// Whether a benchmark of this many elements reads its input from memory (cold): rows larger than
+// a quarter of last_level_cache_bytes() rotate through buffers; smaller ones stay in cache (warm).
+inline bool from_memory(std::size_t elements) {
+  return elements * sizeof(float) > last_level_cache_bytes() / 4;
+}
+
+// Every benchmark name registered through register_benchmark (the driver counts the ones the
+// filter selects, for its progress line, and lists the implementations in --help).
+inline std::vector<std::string>& registered_names() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+template <class Function>
+benchmark::internal::Benchmark* register_benchmark(const std::string& name, Function&& function) {
+  registered_names().push_back(name);
+  return benchmark::RegisterBenchmark(name.c_str(), std::forward<Function>(function));
 }
 
 // Input and output buffers for rows of n floats. Rows too big for the cache rotate through
-// enough copies that the working set exceeds twice the last-level cache, so every call reads
+// enough copies that the working set exceeds twice last_level_cache_bytes(), so every call reads
 // from memory.
 struct buffers {
   std::vector<std::vector<float>> x, y;
@@ -83,7 +115,7 @@ using kernel = std::function<void(const float*, float*)>;
 inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t cols, bool log,
                           kernel const& run) {
   const std::size_t elements = rows * cols;
-  buffers b(elements, elements * sizeof(float) > last_level_cache_bytes() / 4);
+  buffers b(elements, from_memory(elements));
   run(b.in(), b.out());
   const double err = error_against_reference(b.in(), b.out(), rows, cols, log);
   if (!(err <= (log ? 1e-3 : 1e-3))) {
@@ -99,6 +131,7 @@ inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
   state.counters["max_error"] = err;
+  state.counters["from_memory"] = from_memory(elements) ? 1 : 0;
 }
 
 // Registers family/implementation/n for every row length, and family/implementation/RxC for
@@ -107,16 +140,48 @@ inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t
 inline void register_family(const std::string& family, const std::string& implementation, bool log,
                             std::function<kernel(std::size_t, std::size_t)> make, bool batch = true) {
   auto add = [=](std::size_t rows, std::size_t cols, const std::string& label) {
-    benchmark::RegisterBenchmark((family + "/" + implementation + "/" + label).c_str(),
-                                 [=](benchmark::State& state) {
-                                   run_benchmark(state, rows, cols, log, make(rows, cols));
-                                 })
+    register_benchmark(family + "/" + implementation + "/" + label,
+                       [=](benchmark::State& state) { run_benchmark(state, rows, cols, log, make(rows, cols)); })
         ->Unit(benchmark::kMicrosecond);
   };
   for (std::size_t n : row_lengths) add(1, n, std::to_string(n));
   if (batch)
     for (auto shape : batch_shapes)
       add(shape.rows, shape.cols, std::to_string(shape.rows) + "x" + std::to_string(shape.cols));
+}
+
+// Latency: single rows, each call's input depending on the previous call's output (x[0] is
+// rewritten from the last output, to the same value), so calls cannot overlap: the time an
+// attention row waits for its softmax. Names: <family>_latency/<implementation>/<n>.
+inline const std::vector<std::size_t> latency_lengths = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+
+inline void run_latency(benchmark::State& state, std::size_t n, bool log, kernel const& run) {
+  buffers b(n, false);
+  float* x = b.x[0].data();
+  float* y = b.y[0].data();
+  run(x, y);
+  const double err = error_against_reference(x, y, 1, n, log);
+  if (!(err <= 1e-3)) {
+    state.SkipWithError(("wrong result: error " + std::to_string(err)).c_str());
+    return;
+  }
+  const float x0 = x[0];
+  for (auto _ : state) {
+    run(x, y);
+    x[0] = x0 + y[n - 1] * 0.0f;  // exact (y is finite): same input, but it waits for y
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 2 * sizeof(float)));
+  state.counters["max_error"] = err;
+  state.counters["from_memory"] = 0;
+}
+
+inline void register_latency(const std::string& family, const std::string& implementation, bool log,
+                             std::function<kernel(std::size_t, std::size_t)> make) {
+  for (std::size_t n : latency_lengths)
+    register_benchmark(family + "_latency/" + implementation + "/" + std::to_string(n),
+                       [=](benchmark::State& state) { run_latency(state, n, log, make(1, n)); })
+        ->Unit(benchmark::kMicrosecond);
 }
 
 // The variants of issue 3 onwards (sparsemax, softpick, ssmax, sigmoid, multimax, ...): each
@@ -129,7 +194,7 @@ using checker = std::function<double(const float* x, const float* y, std::size_t
 inline void run_variant(benchmark::State& state, std::size_t rows, std::size_t cols,
                         kernel const& run, checker const& check, double max_error) {
   const std::size_t elements = rows * cols;
-  buffers b(elements, elements * sizeof(float) > last_level_cache_bytes() / 4);
+  buffers b(elements, from_memory(elements));
   run(b.in(), b.out());
   const double err = check(b.in(), b.out(), rows, cols);
   if (!(err <= max_error)) {
@@ -145,6 +210,7 @@ inline void run_variant(benchmark::State& state, std::size_t rows, std::size_t c
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
   state.counters["max_error"] = err;
+  state.counters["from_memory"] = from_memory(elements) ? 1 : 0;
 }
 
 inline void register_variant(const std::string& family, const std::string& implementation,
@@ -152,11 +218,9 @@ inline void register_variant(const std::string& family, const std::string& imple
                              double max_error, std::vector<std::size_t> const& lengths = row_lengths,
                              bool batch = true) {
   auto add = [=](std::size_t rows, std::size_t cols, const std::string& label) {
-    benchmark::RegisterBenchmark((family + "/" + implementation + "/" + label).c_str(),
-                                 [=](benchmark::State& state) {
-                                   run_variant(state, rows, cols, make(rows, cols), check, max_error);
-                                 })
-        ->Unit(benchmark::kMicrosecond);
+    register_benchmark(family + "/" + implementation + "/" + label, [=](benchmark::State& state) {
+      run_variant(state, rows, cols, make(rows, cols), check, max_error);
+    })->Unit(benchmark::kMicrosecond);
   };
   for (std::size_t n : lengths) add(1, n, std::to_string(n));
   if (batch)

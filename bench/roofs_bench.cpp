@@ -8,9 +8,8 @@ namespace {
 
 using namespace smax_bench;
 
-void copy_roof(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  buffers b(n, n * sizeof(float) > last_level_cache_bytes() / 4);
+void copy_roof(benchmark::State& state, std::size_t n) {
+  buffers b(n, from_memory(n));
   for (auto _ : state) {
     smax_bench::anchors::copy_roof(b.in(), b.out(), n);
     benchmark::ClobberMemory();
@@ -20,9 +19,8 @@ void copy_roof(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 2 * sizeof(float)));
 }
 
-void sum_roof(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  buffers b(n, n * sizeof(float) > last_level_cache_bytes() / 4);
+void sum_roof(benchmark::State& state, std::size_t n) {
+  buffers b(n, from_memory(n));
   for (auto _ : state) {
     benchmark::DoNotOptimize(smax_bench::anchors::sum_roof(b.in(), n));
     b.advance();
@@ -31,7 +29,14 @@ void sum_roof(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
 }
 
-}  // namespace
+const bool registered = [] {
+  for (std::size_t n : {std::size_t(4194304), std::size_t(16777216)}) {
+    register_benchmark("roof/copy/" + std::to_string(n), [n](benchmark::State& s) { copy_roof(s, n); })
+        ->Unit(benchmark::kMicrosecond);
+    register_benchmark("roof/sum/" + std::to_string(n), [n](benchmark::State& s) { sum_roof(s, n); })
+        ->Unit(benchmark::kMicrosecond);
+  }
+  return true;
+}();
 
-BENCHMARK(copy_roof)->Name("roof/copy")->Arg(4194304)->Arg(16777216)->Unit(benchmark::kMicrosecond);
-BENCHMARK(sum_roof)->Name("roof/sum")->Arg(4194304)->Arg(16777216)->Unit(benchmark::kMicrosecond);
+}  // namespace

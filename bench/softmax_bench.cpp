@@ -35,16 +35,19 @@ kernel smax_arch_kernel(std::size_t rows, std::size_t cols, bool log) {
 
 }  // namespace
 
-// Registers one family (softmax or log_softmax); called for both from this file.
+// Registers one family (softmax or log_softmax), and its latency benchmarks
+// (<family>_latency/...); called for both from this file and log_softmax_bench.cpp.
 void register_softmax_family(const std::string& family, bool log) {
-  register_family(family, "smax", log, [=](std::size_t r, std::size_t c) -> kernel {
+  const auto smax_header_only = [=](std::size_t r, std::size_t c) -> kernel {
     return [=](const float* x, float* y) {
       if (log)
         smax::log_softmax_rows(x, y, r, c, c);
       else
         smax::softmax_rows(x, y, r, c, c);
     };
-  });
+  };
+  register_family(family, "smax", log, smax_header_only);
+  register_latency(family, "smax", log, smax_header_only);
   register_family(family, "smax_three_pass", log,
                   [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::three_pass, log); }, false);
   register_family(family, "smax_online", log,
@@ -52,16 +55,21 @@ void register_softmax_family(const std::string& family, bool log) {
   register_family(family, "smax_two_pass", log,
                   [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::two_pass, log); }, false);
 #if defined(SMAX_DISPATCH_AVX2)
-  if (smax::detail::arch_available<xsimd::fma3<xsimd::avx2>>())
-    register_family(family, "smax_avx2", log, [=](std::size_t r, std::size_t c) {
+  if (smax::detail::arch_available<xsimd::fma3<xsimd::avx2>>()) {
+    const auto smax_avx2 = [=](std::size_t r, std::size_t c) {
       return smax_arch_kernel<xsimd::fma3<xsimd::avx2>>(r, c, log);
-    });
+    };
+    register_family(family, "smax_avx2", log, smax_avx2);
+    register_latency(family, "smax_avx2", log, smax_avx2);
+  }
 #endif
 #if defined(SMAX_BENCH_HAVE_ONEDNN)
-  register_family(family, "onednn", log, [=](std::size_t r, std::size_t c) -> kernel {
+  const auto onednn = [=](std::size_t r, std::size_t c) -> kernel {
     auto primitive = std::make_shared<anchors::onednn_softmax>(r, c, log);
     return [primitive](const float* x, float* y) { primitive->run(x, y); };
-  });
+  };
+  register_family(family, "onednn", log, onednn);
+  register_latency(family, "onednn", log, onednn);
 #endif
 #if defined(SMAX_BENCH_HAVE_XNNPACK)
   if (!log)
@@ -75,9 +83,11 @@ void register_softmax_family(const std::string& family, bool log) {
     return [=](const float* x, float* y) { anchors::eigen_softmax(x, y, r, c, log); };
   });
 #endif
-  register_family(family, "fast_math", log, [=](std::size_t r, std::size_t c) -> kernel {
+  const auto fast_math = [=](std::size_t r, std::size_t c) -> kernel {
     return [=](const float* x, float* y) { anchors::fast_math_softmax(x, y, r, c, log); };
-  });
+  };
+  register_family(family, "fast_math", log, fast_math);
+  register_latency(family, "fast_math", log, fast_math);
   register_family(family, "scalar_reference", log, [=](std::size_t r, std::size_t c) -> kernel {
     return [=](const float* x, float* y) { anchors::scalar_reference_softmax(x, y, r, c, log); };
   });
@@ -85,8 +95,6 @@ void register_softmax_family(const std::string& family, bool log) {
 
 namespace {
 const bool registered = [] {
-  benchmark::AddCustomContext("smax_header_only_arch", xsimd::default_arch::name());
-  benchmark::AddCustomContext("smax_last_level_cache_bytes", std::to_string(last_level_cache_bytes()));
   register_softmax_family("softmax", false);
   return true;
 }();

@@ -7,10 +7,18 @@ cd "$(dirname "$0")/.."
 build=${1:-build/tests-release}
 shift || true
 
+phase_start=$SECONDS
+phase() { echo; echo "== [$1/3] $2 ($(date +%H:%M:%S); $(( SECONDS - phase_start )) s so far)"; }
+
+phase 1 "Debian packages: what is missing is installed (a fresh machine: about 1 min)"
 packages=(g++ cmake ninja-build git ca-certificates libxsimd-dev libeigen3-dev libgtest-dev)
 bash cmake/install_debian_packages.sh "${packages[@]}"
 
+phase 2 "building the tests and examples in $build (first build: 15-30 min on 2 cores; each instruction set's kernels are one translation unit that takes minutes, so ninja's counter can stand still for a while)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSMAX_BUILD_TESTS=ON -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=ON "$@"
 cmake --build "$build" -j "$(nproc)"
+
+phase 3 "running the tests (5-20 min on 2 cores: the exhaustive exp sweep, and the CMake consumer tests, which configure and build projects of their own)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+echo "tests finished in $(( SECONDS - phase_start )) s"

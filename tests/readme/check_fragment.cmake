@@ -1,0 +1,37 @@
+# Test readme/block_<k> for a README block that is part of an example (tests/readme/CMakeLists.txt):
+# every non-blank line of FRAGMENT after its first ("// from examples/<file>") must be a line of
+# EXAMPLE, leading and trailing blanks aside.
+cmake_minimum_required(VERSION 3.24)
+
+# The lines of a file as a list, with ';' and brackets kept out of CMake's list syntax.
+function(read_lines file out)
+  file(READ "${file}" text)
+  string(REPLACE ";" "<semicolon>" text "${text}")
+  string(REPLACE "[" "<open>" text "${text}")
+  string(REPLACE "]" "<close>" text "${text}")
+  string(REPLACE "\\" "<backslash>" text "${text}")
+  string(REPLACE "\n" ";" text "${text}")
+  set(lines "")
+  foreach(line IN LISTS text)
+    string(STRIP "${line}" line)
+    list(APPEND lines "${line}")
+  endforeach()
+  set(${out} "${lines}" PARENT_SCOPE)
+endfunction()
+
+read_lines("${FRAGMENT}" fragment)
+read_lines("${EXAMPLE}" example)
+list(POP_FRONT fragment)
+set(number ${README_LINE})
+set(missing 0)
+foreach(line IN LISTS fragment)
+  math(EXPR number "${number} + 1")
+  if(NOT line STREQUAL "" AND NOT line IN_LIST example)
+    string(REPLACE "<semicolon>" ";" line "${line}")
+    message(SEND_ERROR "README.md:${number}: not a line of ${EXAMPLE}: ${line}")
+    set(missing 1)
+  endif()
+endforeach()
+if(NOT missing)
+  message(STATUS "README.md:${README_LINE}: every line is in ${EXAMPLE}")
+endif()
