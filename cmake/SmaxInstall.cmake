@@ -24,7 +24,7 @@ install(TARGETS smax EXPORT smaxTargets)
 install(EXPORT smaxTargets NAMESPACE smax:: DESTINATION "${SMAX_INSTALL_CMAKEDIR}")
 
 # SameMinorVersion because smax is 0.x: a minor release may change the API, so
-# find_package(smax 0.1) must accept 0.1.x but reject 0.2. ARCH_INDEPENDENT because nothing in the
+# find_package(smax 0.2) must accept 0.2.x but reject 0.1 and 0.3. ARCH_INDEPENDENT because nothing in the
 # package depends on the pointer size of the project that finds it.
 write_basic_package_version_file("${smax_BINARY_DIR}/smaxConfigVersion.cmake"
   VERSION "${smax_VERSION}"

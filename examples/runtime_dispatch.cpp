@@ -1,7 +1,7 @@
 // Runtime dispatch: one binary that runs the AVX-512, AVX2 or SSE2 kernels, whichever the CPU
 // has, chosen once on first use. Needs `smax_enable_dispatch(<target>)` in CMake (see
 // CMakeLists.txt), which compiles the kernels once per instruction set. SMAX_FORCE_ARCH=sse2 (or
-// fma3+avx2, avx512bw) in the environment forces a choice the CPU supports.
+// avx2, avx512bw) in the environment forces a choice the CPU supports.
 
 #include <smax/runtime.hpp>
 

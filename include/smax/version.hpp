@@ -1,5 +1,5 @@
 #pragma once
 
 #define SMAX_VERSION_MAJOR 0
-#define SMAX_VERSION_MINOR 1
+#define SMAX_VERSION_MINOR 2
 #define SMAX_VERSION_PATCH 0
