@@ -335,7 +335,7 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
           x, y, n, range.max, [&](batch const& v) { return f(unmasked(v)); }, next_row);
     });
   }
-  if (primitives::is_nan(s)) return fill_row<A>(y, n, nan);
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
@@ -347,12 +347,12 @@ inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A,
   const T neg_inf = -__builtin_huge_val();
   const auto r = multimax_range<A>(x, n, sigma);
   // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
-  if (multimax_special_row<A>(r.max, r.max != r.max, y, n)) return;
+  if (multimax_special_row<A>(r.max, primitives::is_nan(r.max), y, n)) return;
   const double s = primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
     return primitives::map_sum<A, true>(
         x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
   });
-  if (primitives::is_nan(s)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 

@@ -57,7 +57,7 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     };
     const double s = Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
                          : primitives::with_shifted_exp<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
-    if (primitives::is_nan(s)) return nan_state;
+    if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x + b, len)) return nan_state;
     state.sum += s;
   }
   if (primitives::is_neg_inf(state.max)) {

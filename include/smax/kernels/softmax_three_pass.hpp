@@ -178,7 +178,7 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
     sum += block_sum[b] * scale;
     block_sum[b] = scale;
   }
-  if (primitives::is_nan(sum)) {
+  if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(x, n)) {
     fill_row<A>(y, n, nan);
     return true;
   }
@@ -202,18 +202,18 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
   const T nan = __builtin_nan("");
   if (p.log) {
     const auto r = primitives::reduce_range<A, false>(x, n);
-    if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
+    if (finish_special_row<A>(r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)), y, n, p))
       return;
     // In a batch, this row's y is asked for while the sum keeps the core busy (the write pass
     // follows); softmax asks for the next row's y, which its exp pass writes.
     const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, primitives::exp_for_log_sum<A, T, Scaled>(r.max, p.inv_temperature),
                                                    p.next_row, p.next_output_row ? y : nullptr);
-    if (primitives::is_nan(s)) return fill_row<A>(y, n, nan);
+    if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s));
     return;
   }
   const auto r = primitives::reduce_range<A, true>(x, n);
-  if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
+  if (finish_special_row<A>(r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)), y, n, p))
     return;
   const double s = primitives::with_shifted_exp<A, T, Scaled>(
       r.max, r.min, p.inv_temperature,
@@ -221,7 +221,7 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
         return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row,
                                             p.next_output_row ? y + p.next_output_row : nullptr);
       });
-  if (primitives::is_nan(s)) return fill_row<A>(y, n, nan);
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 

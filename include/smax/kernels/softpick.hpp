@@ -322,7 +322,7 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, double eps,
   const double s = with_term<A>(p, [&](auto const& f) {
     return store_relu_sum_abs<A, true>(x, y, n, f, next_row);
   });
-  if (primitives::is_nan(s)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
   const batch inv(static_cast<T>(1.0 / (s + eps / p.c)));
   primitives::map<A>(y, y, n, [&](batch const& v) { return v * inv; });
 }
@@ -358,7 +358,7 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
       return store_relu_sum_abs<A, false>(x + b, static_cast<T*>(nullptr), len, f, ahead);
     });
   }
-  if (primitives::is_nan(sum)) return fill_row<A>(y, n, nan);
+  if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   if (primitives::is_neg_inf(max)) return fill_row<A>(y, n, nan);  // E4
   if (max <= T(0)) return fill_row<A>(y, n, T(0));  // no NaN: the sum would show it
   const plan<T> p = make_plan<A>(max, min);

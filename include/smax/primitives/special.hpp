@@ -73,6 +73,22 @@ SMAX_ALWAYS_INLINE auto is_nan(xsimd::batch<T, A> const& v) noexcept {
   return xsimd::isnan(v);
 #endif
 }
+// result, with NaN wherever v is NaN. Elementwise maps propagate a NaN input through their
+// arithmetic; under -ffinite-math-only the compiler may drop it (a select or clamp on a compare it
+// assumes ordered), so the NaN lanes are OR-ed back in on the bits. Ordinary builds: result.
+template <class A, class T>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> keep_nan(xsimd::batch<T, A> const& v, xsimd::batch<T, A> const& result) noexcept {
+#if SMAX_FINITE_MATH_ONLY
+  using I = smax::detail::integer_of_t<T>;
+  using ibatch = xsimd::batch<I, A>;
+  const ibatch nan_lanes = xsimd::select(is_nan(v), ibatch(I(-1)), ibatch(I(0)));
+  return smax::detail::bitcast<T>(smax::detail::bitcast<I>(result) | nan_lanes);
+#else
+  (void)v;
+  return result;
+#endif
+}
+
 template <class A, class T>
 using nan_mask = decltype(is_nan(std::declval<xsimd::batch<T, A>>()));
 
