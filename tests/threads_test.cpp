@@ -123,7 +123,9 @@ TEST(threads, every_family_concurrently_equals_single_threaded) {
       while (ready.load() < thread_count) std::this_thread::yield();
       for (unsigned r = 0; r < rounds; ++r)
         for (std::size_t k = 0; k < jobs; ++k) {
-          const std::size_t j = (k * (2 * t + 1) + t * 7 + r) % jobs;  // a different order per thread
+          // A different order per thread: shifted, and reversed for odd threads (a permutation of the jobs).
+          const std::size_t shifted = (k + t * 7 + r) % jobs;
+          const std::size_t j = t % 2 ? jobs - 1 - shifted : shifted;
           auto const& x = inputs[j % inputs.size()];
           std::vector<float> y(x.size(), -1.f);
           calls[j / inputs.size()].run(x.data(), y.data(), x.size());
