@@ -10,6 +10,13 @@
 
 static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
 
+// -ffast-math: the bad-input contract survives it (special values are tested on their bits,
+// primitives/special.hpp), the accuracy bounds do not (the compiler may reassociate the error-free
+// transformations they rest on). README, "Compiler flags".
+#if defined(__FAST_MATH__) && !defined(SMAX_ALLOW_FAST_MATH) && (defined(__GNUC__) || defined(__clang__))
+#warning "smax compiled with -ffast-math: NaN/inf/mask handling holds, the documented accuracy bounds do not (README, Compiler flags); compile smax's kernels without it, or define SMAX_ALLOW_FAST_MATH to silence this"
+#endif
+
 // Preconditions are asserted in debug builds; release builds give the documented result instead
 // (usually a NaN row), never undefined behaviour.
 #ifndef SMAX_ASSERT

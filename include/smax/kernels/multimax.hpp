@@ -76,9 +76,8 @@ struct multimax_modulation {
 
 template <class A, class T>
 inline bool valid_parameters(multimax_parameters<T> const& p) noexcept {
-  const T inf = __builtin_huge_val();
   for (int k = 0; k < 4; ++k)
-    if (!(p.t[k] > -inf && p.t[k] < inf && p.r[k] > -inf && p.r[k] < inf)) return false;
+    if (!(primitives::is_finite(p.t[k]) && primitives::is_finite(p.r[k]))) return false;
   return true;
 }
 
@@ -87,8 +86,7 @@ inline bool valid_parameters(multimax_parameters<T> const& p) noexcept {
 // missed shows up in the sum of exponentials instead.
 template <class A, class T>
 inline bool multimax_special_row(T max, bool has_nan, T* y, std::size_t n) noexcept {
-  const T inf = __builtin_huge_val();
-  if (has_nan || max == inf || max == -inf) {
+  if (has_nan || !primitives::is_finite(max)) {
     fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
     return true;
   }
@@ -142,7 +140,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
     rows[k].transform(sigma);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
-    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
+    special = special || lanes.has_nan || !primitives::is_finite(max[k]) ||
               (primitives::short_row_shift<A, false, Count> &&
                !primitives::uses_power_of_two_shift<A, T, false>(max[k], T(1)));
   });
@@ -305,12 +303,12 @@ inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A,
   const T neg_inf = -__builtin_huge_val();
   const auto r = multimax_range<A>(x, n, sigma);
   // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
-  if (multimax_special_row<A>(r.max, r.max != r.max, y, n)) return;
+  if (multimax_special_row<A>(r.max, primitives::is_nan(r.max), y, n)) return;
   const double s = primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
     return primitives::map_sum<A, true>(
         x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
   });
-  if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
@@ -335,8 +333,8 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   const T nan = __builtin_nan("");
   const auto range = primitives::reduce_range<A, true>(x, n);
   // NaN or +inf in the maximum, or a fully masked row. A NaN elsewhere shows in the sum.
-  if (!(range.max > -inf && range.max < inf)) return fill_row<A>(y, n, nan);
-  const bool masked = range.min == -inf;
+  if (!primitives::is_finite(range.max)) return fill_row<A>(y, n, nan);
+  const bool masked = primitives::is_neg_inf(range.min);
   const T min_finite = masked ? multimax_finite_min<A>(x, n) : range.min;
   const double margin = __builtin_fmax(multimax_rounding_margin<A>(range.max, p),
                                   multimax_rounding_margin<A>(min_finite, p));
@@ -349,7 +347,7 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   const T bottom = smax::detail::horizontal_max(unmasked(batch(min_finite)));
   const T shift = static_cast<T>(static_cast<double>(top) + margin);
   const T low = static_cast<T>(static_cast<double>(bottom) - margin);
-  if (!(shift > -inf && shift < inf)) return fill_row<A>(y, n, nan);  // σ overflowed (|x| ~ 1e19)
+  if (!primitives::is_finite(shift)) return fill_row<A>(y, n, nan);  // σ overflowed (|x| ~ 1e19)
   double s;
   if (masked) {
     // Masked lanes: exp(-inf) through the underflow select, which a minimum of -inf asks for.
@@ -363,7 +361,7 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
           x, y, n, range.max, [&](batch const& v) { return f(unmasked(v)); }, next_row);
     });
   }
-  if (s != s) return fill_row<A>(y, n, nan);
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 

@@ -7,6 +7,7 @@
 
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
+#include "../primitives/special.hpp"
 #include "../primitives/stream.hpp"
 
 namespace smax {
@@ -32,8 +33,22 @@ inline void fill_row(T* y, std::size_t n, T value) noexcept {
 template <class A, class T>
 inline bool has_nan(const T* x, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i)
-    if (x[i] != x[i]) return true;
+    if (primitives::is_nan(x[i])) return true;
   return false;
+}
+
+// Whether a NaN in the row could have been missed by a kernel that finds NaN rows through their
+// sum (a NaN input makes exp, and so the sum, NaN). Under -ffinite-math-only the compiler may drop
+// that NaN inside the exp, so such builds scan the row's bits; ordinary builds scan nothing.
+template <class A, class T>
+inline bool nan_unseen_by_sum(const T* x, std::size_t n) noexcept {
+#if SMAX_FINITE_MATH_ONLY
+  return has_nan<A>(x, n);
+#else
+  (void)x;
+  (void)n;
+  return false;
+#endif
 }
 
 // Elements per block of a long row's blocked passes (the online normalisers' pass 1, the blocked
@@ -47,9 +62,8 @@ constexpr std::size_t row_block = 8192 / sizeof(T);
 enum class block_kind { ordinary, masked, nan_row };
 template <class A, class T>
 inline block_kind classify_block(T max, const T* x, std::size_t n) noexcept {
-  const T inf = __builtin_huge_val();
-  if (max != max || max == inf) return block_kind::nan_row;
-  if (max == -inf) return has_nan<A>(x, n) ? block_kind::nan_row : block_kind::masked;
+  if (primitives::is_nan(max) || primitives::is_pos_inf(max)) return block_kind::nan_row;
+  if (primitives::is_neg_inf(max)) return has_nan<A>(x, n) ? block_kind::nan_row : block_kind::masked;
   return block_kind::ordinary;
 }
 
@@ -60,11 +74,11 @@ inline bool finish_special_row(T max, bool has_nan, T* y, std::size_t n,
                                row_params<T> const& p) noexcept {
   const T inf = __builtin_huge_val();
   const T nan = __builtin_nan("");
-  if (has_nan || max == inf) {
+  if (has_nan || primitives::is_nan(max) || primitives::is_pos_inf(max)) {
     fill_row<A>(y, n, nan);
     return true;
   }
-  if (max == -inf) {
+  if (primitives::is_neg_inf(max)) {
     fill_row<A>(y, n, p.zero_masked_rows ? (p.log ? -inf : T(0)) : nan);
     return true;
   }

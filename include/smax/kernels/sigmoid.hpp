@@ -5,6 +5,7 @@
 
 #include "../primitives/exp.hpp"
 #include "../primitives/map_reduce.hpp"
+#include "../primitives/special.hpp"
 
 namespace smax {
 namespace kernels {
@@ -55,14 +56,14 @@ template <class A, class T>
 inline void sigmoid_row(const T* x, T* y, std::size_t n, T bias) noexcept {
   using batch = xsimd::batch<T, A>;
   if (bias == T(0)) {
-    primitives::map<A>(x, y, n, [](batch const& v) { return sigmoid_of<A>(v, batch(T(0))); });
+    primitives::map<A>(x, y, n, [](batch const& v) { return primitives::keep_nan(v, sigmoid_of<A>(v, batch(T(0)))); });
   } else {
     const batch b(bias);
     primitives::map<A>(x, y, n, [&](batch const& v) {
       const batch t = v + b;
       const batch b_part = t - v;
       const batch err = (v - (t - b_part)) + (b - b_part);
-      return sigmoid_of<A>(t, err);
+      return primitives::keep_nan(v, sigmoid_of<A>(t, err));
     });
   }
 }

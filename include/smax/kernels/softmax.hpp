@@ -241,7 +241,7 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
     return;
   }
-  if (finish_special_row<A>(max, max != max, y, n, p)) return;
+  if (finish_special_row<A>(max, primitives::is_nan(max), y, n, p)) return;
   if (p.inv_temperature < wide_range_inv_temperature<T>) return wide_range_normalize<A>(x, y, n, max, sum, p);
   const online_partial<T> s{max, sum};
   if (p.inv_temperature != T(1))

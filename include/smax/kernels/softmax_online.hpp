@@ -60,10 +60,10 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     };
     const double s = Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
                          : primitives::with_shifted_exp<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
-    if (s != s) return nan_state;
+    if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x + b, len)) return nan_state;
     state.sum += s;
   }
-  if (state.max == -inf) {
+  if (primitives::is_neg_inf(state.max)) {
     state.min = -inf;
     return state;
   }
@@ -105,7 +105,7 @@ template <class A, class T, bool Scaled>
 inline void online_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
   const online_partial<T> s = p.log ? online_reduce_row<A, T, Scaled, true>(x, n, p.inv_temperature)
                                     : online_reduce_row<A, T, Scaled>(x, n, p.inv_temperature);
-  if (finish_special_row<A>(s.max, s.max != s.max, y, n, p)) return;
+  if (finish_special_row<A>(s.max, primitives::is_nan(s.max), y, n, p)) return;
   if (n == 1) {  // exactly [1] / [0], as the other kernels (the shifts would leave an ulp)
     y[0] = p.log ? T(0) : T(1);
     return;

@@ -81,7 +81,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
     rows[k].load(x + k * ldx, n, -inf);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
-    special = special || lanes.has_nan || max[k] == inf || max[k] == -inf ||
+    special = special || lanes.has_nan || !primitives::is_finite(max[k]) ||
               (primitives::short_row_shift<A, Scaled, Count> && !p.log &&
                !primitives::uses_power_of_two_shift<A, T, Scaled>(max[k], p.inv_temperature));
   });
@@ -172,19 +172,19 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
   const primitives::log_shift row_shift = primitives::product_shift(row_max, Scaled ? p.inv_temperature : T(1));
   double sum = 0.0;
   for (std::size_t b = 0; b < blocks; ++b) {
-    const double scale = block_max[b] == -inf ? 0.0
+    const double scale = primitives::is_neg_inf(block_max[b]) ? 0.0
                          : primitives::exp_of_shift_difference(block_shift[b], row_shift, block_max[b], row_max,
                                                                Scaled ? p.inv_temperature : T(1));
     sum += block_sum[b] * scale;
     block_sum[b] = scale;
   }
-  if (sum != sum) {
+  if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(x, n)) {
     fill_row<A>(y, n, nan);
     return true;
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
-    if (block_max[b] == -inf) continue;  // already zeros
+    if (primitives::is_neg_inf(block_max[b])) continue;  // already zeros
     primitives::map<A>(y + start, y + start, len, primitives::normalizer<A, T>(block_sum[b], sum));
   }
   return true;
@@ -202,18 +202,18 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
   const T nan = __builtin_nan("");
   if (p.log) {
     const auto r = primitives::reduce_range<A, false>(x, n);
-    if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
+    if (finish_special_row<A>(r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)), y, n, p))
       return;
     // In a batch, this row's y is asked for while the sum keeps the core busy (the write pass
     // follows); softmax asks for the next row's y, which its exp pass writes.
     const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, primitives::exp_for_log_sum<A, T, Scaled>(r.max, p.inv_temperature),
                                                    p.next_row, p.next_output_row ? y : nullptr);
-    if (s != s) return fill_row<A>(y, n, nan);
+    if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s));
     return;
   }
   const auto r = primitives::reduce_range<A, true>(x, n);
-  if (finish_special_row<A>(r.max, r.max != r.max || (r.max == neg_inf && has_nan<A>(x, n)), y, n, p))
+  if (finish_special_row<A>(r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)), y, n, p))
     return;
   const double s = primitives::with_shifted_exp<A, T, Scaled>(
       r.max, r.min, p.inv_temperature,
@@ -221,7 +221,7 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
         return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row,
                                             p.next_output_row ? y + p.next_output_row : nullptr);
       });
-  if (s != s) return fill_row<A>(y, n, nan);
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 

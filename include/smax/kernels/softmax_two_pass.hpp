@@ -109,7 +109,7 @@ struct extended_sum {
   batch value;     // V
   batch exponent;  // E; the lowest finite value until a lane sees an unmasked entry
   batch max_abs;   // largest |u| over unmasked entries, for the domain check
-  xsimd::batch_bool<T, A> has_nan;
+  primitives::nan_mask<A, T> has_nan;
 
   extended_sum() noexcept : max_abs(T(0)), has_nan(false) { reset(); }
 
@@ -125,7 +125,7 @@ struct extended_sum {
     const auto masked = u == batch(-__builtin_huge_val());
     p = xsimd::select(masked, batch(T(0)), p);  // -inf: k = -inf and p = NaN; contribute nothing
     max_abs = xsimd::max(max_abs, xsimd::select(masked, batch(T(0)), xsimd::abs(u)));
-    has_nan = has_nan | xsimd::isnan(u);
+    has_nan = has_nan | primitives::is_nan(u);
     const batch new_exponent = xsimd::max(exponent, k);
     value = smax::detail::mul_add(p, ops::exp2_nonpositive(k - new_exponent),
                        value * ops::exp2_nonpositive(exponent - new_exponent));

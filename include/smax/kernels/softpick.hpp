@@ -220,8 +220,7 @@ inline double store_relu_sum_abs(const T* x, T* y, std::size_t n, F const& f,
 // rows that end here without a NaN verdict are scanned.
 template <class A, class T>
 inline bool finish_special(T max, const T* x, T* y, std::size_t n) noexcept {
-  const T inf = __builtin_huge_val();
-  if (max != max || max == inf || max == -inf) {  // E6, E5, E4
+  if (!primitives::is_finite(max)) {  // E6, E5, E4
     fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
     return true;
   }
@@ -344,7 +343,7 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, double eps,
   const double s = with_term<A>(p, [&](auto const& f) {
     return store_relu_sum_abs<A, true>(x, y, n, f, next_row);
   });
-  if (s != s) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
   with_normalizer<A, T>(s + eps / p.c, [&](auto const& normalize) { primitives::map<A>(y, y, n, normalize); });
 }
 
@@ -379,8 +378,8 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
       return store_relu_sum_abs<A, false>(x + b, static_cast<T*>(nullptr), len, f, ahead);
     });
   }
-  if (sum != sum) return fill_row<A>(y, n, nan);
-  if (max == -inf) return fill_row<A>(y, n, nan);  // E4
+  if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
+  if (primitives::is_neg_inf(max)) return fill_row<A>(y, n, nan);  // E4
   if (max <= T(0)) return fill_row<A>(y, n, T(0));  // no NaN: the sum would show it
   const plan<T> p = make_plan<A>(max, min);
   const std::size_t ahead = n * sizeof(T) > (std::size_t(1) << 20) ? 8192 / sizeof(T) : 0;

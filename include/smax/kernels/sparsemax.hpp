@@ -449,8 +449,8 @@ inline sparsemax_row_state<T> threshold_by_stream(const T* x, std::size_t n) noe
     const T block_max = max_with_lanes<A>(x + b, len, &block_nan, block_lanes);
     has_nan = has_nan || block_nan;
     if (block_max > max) max = block_max;
-    if (has_nan || max == inf) break;  // a NaN row whatever follows
-    if (max == -inf) continue;         // masked so far: nothing to keep
+    if (has_nan || primitives::is_pos_inf(max)) break;  // a NaN row whatever follows
+    if (primitives::is_neg_inf(max)) continue;         // masked so far: nothing to keep
     for (std::size_t j = 0; j < 4 * width; ++j)
       lanes[j] = block_lanes[j] > lanes[j] ? block_lanes[j] : lanes[j];
     const double abs_max = max < T(0) ? -static_cast<double>(max) : static_cast<double>(max);
@@ -554,7 +554,7 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
   constexpr std::size_t width = batch::size;
   const batch zero(T(0)), one(T(1));
   batch count(T(0));  // lanes count at most n/width < 2^24 each: exact in float
-  auto nan = xsimd::isnan(zero);
+  auto nan = primitives::is_nan(zero);
   double sum = 0, compensation = 0;
   auto add = [&](double v) {
     const double t = sum + v;
@@ -570,7 +570,7 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
       const auto s = yv > zero;
       part[j] = xsimd::select(s, batch::load_unaligned(dy + i + j * width), zero);
       count += xsimd::select(s, one, zero);
-      nan = nan | xsimd::isnan(yv);
+      nan = nan | primitives::is_nan(yv);
     }
     add(smax::detail::horizontal_sum((part[0] + part[1]) + (part[2] + part[3])));
   }
@@ -581,7 +581,7 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
     const auto s = yv > zero;
     add(smax::detail::horizontal_sum(xsimd::select(s, primitives::load_partial<A>(dy + i, m, T(0)), zero)));
     count += xsimd::select(s, one, zero);
-    nan = nan | xsimd::isnan(yv);
+    nan = nan | primitives::is_nan(yv);
   }
   if (xsimd::any(nan)) {
     fill<A>(dx, n, static_cast<T>(__builtin_nan("")));

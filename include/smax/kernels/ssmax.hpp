@@ -39,12 +39,11 @@ namespace detail {
 // NaN row; all masked: NaN, or 0 with zero_masked_rows).
 template <class A, class T>
 inline void ssmax_uniform_row(const T* x, T* y, std::size_t n, unsigned flags) noexcept {
-  const T inf = __builtin_huge_val();
   std::size_t count = 0;
   bool bad = false;
   for (std::size_t i = 0; i < n; ++i) {
-    bad = bad || x[i] != x[i] || x[i] == inf;
-    count += x[i] != -inf;
+    bad = bad || primitives::is_nan(x[i]) || primitives::is_pos_inf(x[i]);
+    count += !primitives::is_neg_inf(x[i]);
   }
   if (bad || count == 0) {
     const T fill = !bad && (flags & flag_zero_masked_rows) ? T(0) : static_cast<T>(__builtin_nan(""));
@@ -52,7 +51,7 @@ inline void ssmax_uniform_row(const T* x, T* y, std::size_t n, unsigned flags) n
     return;
   }
   const T p = static_cast<T>(1.0 / static_cast<double>(count));
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] == -inf ? T(0) : p;
+  for (std::size_t i = 0; i < n; ++i) y[i] = primitives::is_neg_inf(x[i]) ? T(0) : p;
 }
 
 // λ <= 0 or not finite (ssmax_rows).
@@ -61,7 +60,7 @@ inline void ssmax_rows_nonpositive(const T* x, std::size_t ldx, T* y, std::size_
                                    std::size_t cols, T lambda, unsigned flags) noexcept {
   using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
-  if (!(std::fabs(lambda) < inf)) {
+  if (!primitives::is_finite(lambda)) {
     for (std::size_t r = 0; r < rows; ++r)
       fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;
@@ -109,7 +108,7 @@ inline void ssmax_backward_rows(const T* x, std::size_t ldx, const T* y, std::si
     if (dlambda) {  // before dx is written: dx may be dy
       double g = 0;
       for (std::size_t i = 0; i < cols; ++i)
-        if (xr[i] != -inf)
+        if (!primitives::is_neg_inf(xr[i]))
           g += static_cast<double>(xr[i]) * static_cast<double>(yr[i]) *
                (static_cast<double>(dyr[i]) - dot);
       *dlambda += g;

@@ -3,6 +3,7 @@
 // x86 and NEON and by operand order, so NaN is flagged separately and never relied on to propagate.
 
 #include "partial.hpp"
+#include "special.hpp"
 
 namespace smax {
 namespace primitives {
@@ -19,7 +20,7 @@ struct max_result {
 template <class A, class T>
 SMAX_FLATTEN inline max_result<T> reduce_max(const T* x, std::size_t n, T* lanes = nullptr) noexcept {
   using batch = xsimd::batch<T, A>;
-  using mask = xsimd::batch_bool<T, A>;
+  using mask = primitives::nan_mask<A, T>;
   constexpr std::size_t width = batch::size;
   const T neg_inf = -__builtin_huge_val();
   // Four accumulators hide the latency of max; the pass is bound by loads.
@@ -35,18 +36,18 @@ SMAX_FLATTEN inline max_result<T> reduce_max(const T* x, std::size_t n, T* lanes
     m1 = xsimd::max(m1, v1);
     m2 = xsimd::max(m2, v2);
     m3 = xsimd::max(m3, v3);
-    nan0 = nan0 | xsimd::isnan(v0) | xsimd::isnan(v1);
-    nan1 = nan1 | xsimd::isnan(v2) | xsimd::isnan(v3);
+    nan0 = nan0 | primitives::is_nan(v0) | primitives::is_nan(v1);
+    nan1 = nan1 | primitives::is_nan(v2) | primitives::is_nan(v3);
   }
   for (; i + width <= n; i += width) {
     const batch v = batch::load_unaligned(x + i);
     m0 = xsimd::max(m0, v);
-    nan0 = nan0 | xsimd::isnan(v);
+    nan0 = nan0 | primitives::is_nan(v);
   }
   if (i < n) {
     const batch v = load_partial<A>(x + i, n - i, neg_inf);
     m1 = xsimd::max(m1, v);
-    nan1 = nan1 | xsimd::isnan(v);
+    nan1 = nan1 | primitives::is_nan(v);
   }
   if (lanes != nullptr) {
     m0.store_unaligned(lanes);

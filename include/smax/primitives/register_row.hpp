@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "partial.hpp"
+#include "special.hpp"
 
 namespace smax {
 namespace primitives {
@@ -88,10 +89,10 @@ struct register_row {
   };
   SMAX_ALWAYS_INLINE max_result lane_max() const noexcept {
     batch m = v[0];
-    auto nan = xsimd::isnan(v[0]);
+    auto nan = primitives::is_nan(v[0]);
     unroll<Count - 1>([&](auto j) {
       m = xsimd::max(m, v[j + 1]);
-      nan = nan | xsimd::isnan(v[j + 1]);
+      nan = nan | primitives::is_nan(v[j + 1]);
     });
     return {m, xsimd::any(nan)};
   }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the differential fuzzers with clang and runs each for a bounded time from its seed corpus
+# (fuzz/corpus/<target>; new inputs go to <build>/corpus/<target>, the repository's seeds are not
+# touched). Fails on any finding: the input that triggered it is kept in <build>/findings/.
+# Prints the executions per target and in total.
+#   bash fuzz/run_fuzzers.sh [build dir] [seconds per target]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/fuzz}
+seconds=${2:-45}
+targets="softmax sparsemax softpick multimax ssmax sigmoid"
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O2 -g" \
+  -DSMAX_BUILD_FUZZERS=ON -DSMAX_BUILD_TESTS=OFF -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=OFF \
+  -DSMAX_INSTALL=OFF > /dev/null
+cmake --build "$build" -j "$(nproc)" $(for t in $targets; do echo --target smax_fuzz_$t; done)
+
+mkdir -p "$build/findings"
+total=0
+status=0
+for t in $targets; do
+  mkdir -p "$build/corpus/$t"
+  log="$build/fuzz_$t.log"
+  if ! "$build/fuzz/smax_fuzz_$t" -max_total_time="$seconds" -max_len=512 -rss_limit_mb=4096 \
+       -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$build/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
+    status=1
+    grep -A6 "smax fuzz finding\|ERROR:" "$log" | head -40 || tail -40 "$log"
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  echo "fuzz $t: ${execs:-?} executions in ${seconds} s"
+  total=$((total + ${execs:-0}))
+done
+echo "fuzz total: $total executions"
+exit $status
