@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include <smax/kernels/tables.hpp>
+#include <smax/families.hpp>
 #include <smax/reference/multimax.hpp>
 #include <smax/reference/sigmoid.hpp>
 #include <smax/reference/softmax.hpp>

@@ -128,7 +128,7 @@ void run(reader& in) {
 
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
-    using table = smax::kernels::table<A>;
+    using table = smax::kernels::softmax_table<A>;
     for (bool log : {false, true}) {
       const unsigned flags = (log ? smax::kernels::flag_log : 0u) | flags_zero;
       std::vector<T> y_three_pass;
@@ -200,7 +200,7 @@ void run(reader& in) {
       smax::log_softmax_rows(pub.input(), pub.output(), s.rows, s.cols, s.ld, opts);
     else
       smax::softmax_rows(pub.input(), pub.output(), s.rows, s.cols, s.ld, opts);
-    smax::kernels::table<xsimd::default_arch>::forward(tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols,
+    smax::kernels::softmax_table<xsimd::default_arch>::forward(tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols,
                                                        temperature, (log ? smax::kernels::flag_log : 0u) | flags_zero,
                                                        algorithm_id::automatic);
     for (std::size_t k = 0; k < pub.y.size(); ++k)

@@ -58,7 +58,7 @@ std::vector<call<T>> every_public_call() {
   });
   add("sparsemax", [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n); });
   add("sparsemax_backward", [](const T* x, T* y, std::size_t n) { smax::sparsemax_backward(x, x, y, n); });
-  add("sparsemax_loss", [](const T* x, T* y, std::size_t n) { if (n) y[0] = smax::sparsemax_loss(x, 0, n); });
+  add("sparsemax_loss", [](const T* x, T* y, std::size_t n) { if (n) y[0] = smax::sparsemax_loss(x, n, 0); });
   add("softpick", [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n); });
   add("softpick_backward", [](const T* x, T* y, std::size_t n) { smax::softpick_backward(x, x, x, y, n); });
   add("multimax", [=](const T* x, T* y, std::size_t n) { smax::multimax(x, y, n, mm); });
