@@ -33,6 +33,7 @@
 
 #include "../algorithm.hpp"
 #include "../config.hpp"
+#include "../primitives/special.hpp"
 
 #if __cplusplus >= 202002L && __has_include(<span>)
 #include <span>
@@ -43,6 +44,9 @@ namespace smax {
 // The parameter-gradient type of a family without learnable parameters (never passed by users).
 struct no_param_grads {};
 }  // namespace smax
+
+// A lambda that must be inlined into its caller (the dispatch lambdas below sit on every call).
+#define SMAX_LAMBDA_ALWAYS_INLINE __attribute__((always_inline))
 
 SMAX_BEGIN_NAMESPACE
 namespace api {
@@ -74,18 +78,33 @@ struct header_only {
 template <class T, class F>
 inline void split_masked_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
                               std::size_t cols, T fill, F&& f) noexcept {
-  const T minus_inf = -static_cast<T>(__builtin_huge_val());
+  // Bit tests: -ffast-math may fold a comparison with -inf to false.
   std::size_t first = 0;
   for (std::size_t r = 0; r < rows; ++r) {
     const T* row = x + r * ldx;
     std::size_t i = 0;
-    while (i < cols && row[i] == minus_inf) ++i;
+    while (i < cols && primitives::is_neg_inf(row[i])) ++i;
     if (i < cols) continue;
     if (r > first) f(first, r - first);
     for (std::size_t j = 0; j < cols; ++j) y[r * ldy + j] = fill;
     first = r + 1;
   }
   if (rows > first) f(first, rows - first);
+}
+
+// zero_masked_rows for the families whose kernels have no such mode: out of line, so that the
+// ordinary call inlines nothing of it.
+template <class Family, class Dispatch, class T>
+[[gnu::noinline]] void forward_zero_masked_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                                std::size_t rows, std::size_t cols,
+                                                typename Family::options const& opts,
+                                                algorithm_choice algorithm) noexcept {
+  const T fill = static_cast<T>(Family::masked_row);
+  split_masked_rows(x, ldx, y, ldy, rows, cols, fill, [&](std::size_t first, std::size_t count) {
+    Dispatch::visit([&](auto a) {
+      Family::forward(a, x + first * ldx, ldx, y + first * ldy, ldy, count, cols, opts, algorithm);
+    });
+  });
 }
 
 template <class Family, class Dispatch, class T>
@@ -98,17 +117,12 @@ SMAX_ALWAYS_INLINE void forward(const T* x, std::size_t ldx, T* y, std::size_t l
   Family::check(opts);
   if (rows == 0 || cols == 0) return;
   if constexpr (Family::masks_rows) {
-    if (opts.zero_masked_rows) {
-      const T fill = static_cast<T>(Family::masked_row);
-      split_masked_rows(x, ldx, y, ldy, rows, cols, fill, [&](std::size_t first, std::size_t count) {
-        Dispatch::visit([&](auto a) {
-          Family::forward(a, x + first * ldx, ldx, y + first * ldy, ldy, count, cols, opts, algorithm);
-        });
-      });
-      return;
-    }
+    if (opts.zero_masked_rows)
+      return forward_zero_masked_rows<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm);
   }
-  Dispatch::visit([&](auto a) { Family::forward(a, x, ldx, y, ldy, rows, cols, opts, algorithm); });
+  Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
+    Family::forward(a, x, ldx, y, ldy, rows, cols, opts, algorithm);
+  });
 }
 
 // x may be null for the families whose backward pass reads only y. grads, if not null, is set
@@ -143,7 +157,7 @@ SMAX_ALWAYS_INLINE void backward(const T* x, std::size_t ldx, const T* y, std::s
       return;
     }
   }
-  Dispatch::visit([&](auto a) {
+  Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
     Family::backward(a, x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, opts, grads);
   });
 }

@@ -81,9 +81,10 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> stablemax_log_s(xsimd::batch<T, A> const& 
 template <class A, class T>
 inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
   using batch = xsimd::batch<T, A>;
-  const T inf = __builtin_huge_val(), nan = __builtin_nan("");
+  const T nan = __builtin_nan("");
   const auto r = primitives::reduce_max<A>(x, n);
-  if (r.has_nan || r.max == inf || r.max == -inf) {  // NaN, +inf, or every entry masked
+  // NaN, +inf, or every entry masked (bit tests: -ffast-math may fold comparisons with inf).
+  if (r.has_nan || !primitives::is_finite(r.max)) {
     for (std::size_t i = 0; i < n; ++i) y[i] = nan;
     return;
   }
