@@ -36,7 +36,9 @@ void run(reader& in) {
              type_name<T>(), s.rows, s.cols, s.ld, s.in_place ? "in place" : "out of place", opts.s, opts.bias, opts.n,
              opts.zero_masked_rows);
     auto b = prepare(x, s);
-    smax::api::ssmax<table>(b.input(), s.ld, b.output(), s.ld, s.rows, s.cols, opts);
+    if (s.rows != 0 && s.cols != 0)
+      smax::api::ssmax_family::forward(A{}, b.input(), s.ld, b.output(), s.ld, s.rows, s.cols, opts,
+                                       smax::api::algorithm_choice::automatic);
     b.check_untouched(x);
     if (s.cols == 0) return;
     const T lambda_t = static_cast<T>(lambda);
@@ -62,10 +64,10 @@ void run(reader& in) {
       if (!std::isfinite(lambda_t)) continue;
       // Backward: dx = λ·y ⊙ (dy - <dy, y>), softmax's bound with 1/T = λ, for the λ the kernel
       // receives (its rounding where s·ln n and b cancel: known_defects::ssmax_bound_omits_lambda_rounding).
-      const T lambda_kernel = smax::api::ssmax_lambda<T>(opts, s.cols);
+      const T lambda_kernel = table::lambda(opts.s, opts.bias, smax::api::ssmax_family::keys(opts, s.cols), static_cast<T*>(nullptr));
       std::vector<T> dx(n, canary<T>);
       const T* dyr = dy.data() + r * s.ld;
-      smax::api::ssmax_backward<table>(xr, n, yr, n, dyr, n, dx.data(), n, 1, n, opts, nullptr);
+      smax::api::ssmax_family::backward(A{}, xr, n, yr, n, dyr, n, dx.data(), n, 1, n, opts, nullptr);
       long double dot = 0, abs_dot = 0;
       for (std::size_t i = 0; i < n; ++i) dot += (long double)dyr[i] * yr[i], abs_dot += std::fabs((long double)dyr[i] * yr[i]);
       const long double second = known_defects::backward_bound_uses_absolute_dot ? abs_dot : std::fabs(dot);

@@ -106,7 +106,7 @@ TYPED_TEST(fuzz_findings, DISABLED_ssmax_lambda_times_max_overflows) {
   o.s = sizeof(T) == 4 ? 1e10 : 1e300;
   o.bias = 0.5;
   o.n = 18;
-  smax::api::ssmax<smax::kernels::ssmax_table<typename TypeParam::arch>>(x.data(), n, y.data(), n, 1, n, o);
+  smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), n, y.data(), n, 1, n, o, smax::api::algorithm_choice::automatic);
   for (std::size_t i = 0; i < n; ++i)
     EXPECT_TRUE(matches(y[i], x[i] == T(1e30) ? 1.0L / (n - 2) : 0.0L, sizeof(T) == 4 ? 1e-6 : 1e-14,
                         std::numeric_limits<T>::min(), i));
@@ -122,7 +122,7 @@ TYPED_TEST(fuzz_findings, DISABLED_ssmax_tiny_lambda_on_large_entries) {
   smax::ssmax_options o;
   o.s = 1e-30;
   o.n = 1000;
-  smax::api::ssmax<smax::kernels::ssmax_table<typename TypeParam::arch>>(x.data(), 95, y.data(), 95, 1, 95, o);
+  smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), 95, y.data(), 95, 1, 95, o, smax::api::algorithm_choice::automatic);
   const long double lambda = 1e-30L * std::log(1000.0L);
   const auto ref = smax::reference::ssmax(x.data(), 95, lambda);
   for (std::size_t i = 0; i < 95; ++i) EXPECT_TRUE(matches(y[i], ref[i], sizeof(T) == 4 ? 1e-6 : 1e-14, 0, i));
