@@ -7,6 +7,9 @@
 # once per project and set of ARCHS, however many targets use it. smax itself ships no object
 # code.
 #
+# DEFINITIONS: compile definitions for the kernels and <target> (the tests' seams); each set of
+# them is a library of its own.
+#
 # ARCHS: names from include/smax/detail/archs.hpp, the one list of instruction sets (the same
 # names SMAX_FORCE_ARCH and smax::runtime::arch_name() use): sse2 avx2 avx512bw on x86-64 (the
 # default: all three), neon64 on AArch64 (the default there). avx2 means AVX2 + FMA; avx512bw
@@ -55,7 +58,7 @@ function(_smax_arch_entry arch type_var flags_var)
 endfunction()
 
 function(smax_enable_dispatch target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "ARCHS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "ARCHS;DEFINITIONS")
   if(NOT arg_ARCHS)
     if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
       set(arg_ARCHS neon64)
@@ -66,6 +69,12 @@ function(smax_enable_dispatch target)
   list(REMOVE_DUPLICATES arg_ARCHS)
   list(SORT arg_ARCHS)
   list(JOIN arg_ARCHS "_" suffix)
+  if(arg_DEFINITIONS)
+    # Kernels compiled with other definitions are another library (they may differ in code).
+    string(MD5 definitions_hash "${arg_DEFINITIONS}")
+    string(SUBSTRING "${definitions_hash}" 0 8 definitions_hash)
+    string(APPEND suffix "_${definitions_hash}")
+  endif()
   set(library smax_dispatch_${suffix})
   if(NOT TARGET ${library})
     get_property(template GLOBAL PROPERTY SMAX_DISPATCH_TEMPLATE)
@@ -94,6 +103,9 @@ function(smax_enable_dispatch target)
       target_link_libraries(${library} PUBLIC smax)
     endif()
     target_compile_definitions(${library} PUBLIC ${definitions})
+    if(arg_DEFINITIONS)
+      target_compile_definitions(${library} PUBLIC ${arg_DEFINITIONS})
+    endif()
   endif()
   target_link_libraries(${target} PRIVATE ${library})
   get_target_property(definitions ${library} INTERFACE_COMPILE_DEFINITIONS)
