@@ -178,3 +178,32 @@ bool ssmax_lambda_times_max_overflows(long double lambda, long double max) {
 
 }  // namespace known_defects
 }  // namespace smax_fuzz
+
+namespace smax_fuzz {
+namespace known_defects {
+// A temperature so small that 1/T overflows (T below 1/DBL_MAX for double, 1/FLT_MAX for float,
+// still finite and > 0, so valid) gives NaN (x - m = 0 times 1/T = inf): double T = 2.67e-315 on
+// 15 entries near 0 is NaN, want one-hot at the maximum.
+template <class T>
+bool inverse_temperature_overflows(long double temperature) {
+  return 1 / temperature > static_cast<long double>(std::numeric_limits<T>::max());
+}
+
+// MultiMax's bound, 1e-6 + 2^-20·(W_i + max W) relative, linearises exp of σ's rounding: where that
+// term passes 1 the true error is e^δ - 1, not δ (float, t = (-1000 x4), r = (-1000 x4), entries near
+// 0: σ ~ -1e9 is rounded to 64, and an output of 2.9e-20 comes out 0.042). The fuzzers check only
+// the contract where 2^-20·(W_i + max W) > 1.
+constexpr bool multimax_bound_linearised = true;
+
+// SSMax (and softmax) with a huge scale on rows holding subnormal entries, in calls of 1024 elements
+// or more (the flush-to-zero guard): differences x - m that are subnormal are flushed, and λ·(x - m)
+// loses them (double, s = 1e300, 1302 entries of 0 and subnormals: 1.6e-10 relative, bound 1e-14).
+// The fuzzers skip rows with subnormal entries in such calls when |λ|·(smallest normal) > 1e-15.
+template <class T>
+bool flushed_subnormal_differences(long double scale, std::size_t elements, bool row_has_subnormal) {
+  return elements >= 1024 && row_has_subnormal &&
+         std::fabs(scale) * static_cast<long double>(std::numeric_limits<T>::min()) > 1e-15L;
+}
+
+}  // namespace known_defects
+}  // namespace smax_fuzz

@@ -61,6 +61,8 @@ void check_forward_row(const T* x, const T* y, std::size_t n, bool log, T temper
       (two_pass && known_defects::two_pass_max_over_t_overflows<T>(m, t)) ||
       (online && known_defects::online_max_over_t_overflows<T>(m, t)) ||
       (two_pass && n > known_defects::two_pass_inaccurate_from_length) ||
+      known_defects::inverse_temperature_overflows<T>(t) ||
+      known_defects::flushed_subnormal_differences<T>(1 / t, elements, row_has_subnormal(x, n)) ||
       (!log && known_defects::subnormal_inverse_temperature_masked_under_flush<T>(t, elements, x, n));
   const double eps = sizeof(T) == 4 ? 0x1p-22 : 1e-14;
   const double rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
