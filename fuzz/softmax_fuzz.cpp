@@ -59,9 +59,13 @@ void check_forward_row(const T* x, const T* y, std::size_t n, bool log, T temper
   const bool skip_values =
       known_defects::difference_overflows_with_scale<T>(x, n, m, temperature != T(1)) ||
       (two_pass && known_defects::two_pass_max_over_t_overflows<T>(m, t)) ||
-      (online && known_defects::online_max_over_t_overflows<T>(m, t)) ||
+      (online && known_defects::online_max_over_t_overflows<T>(x, n, t)) ||
+      ((algorithm == algorithm_id::blocked_three_pass || (algorithm == algorithm_id::automatic && n > 2 * smax::kernels::row_block<T>)) &&
+       known_defects::blocked_max_over_t_overflows<T>(x, n, t)) ||
       (two_pass && n > known_defects::two_pass_inaccurate_from_length) ||
-      (!log && known_defects::subnormal_inverse_temperature_masked_under_flush<T>(t, elements, x, n));
+      known_defects::inverse_temperature_overflows<T>(t) ||
+      known_defects::flushed_subnormal_differences<T>(1 / t, elements, row_has_subnormal(x, n)) ||
+      known_defects::subnormal_inverse_temperature_masked_under_flush<T>(t, elements, x, n);
   const double eps = sizeof(T) == 4 ? 0x1p-22 : 1e-14;
   const double rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
   const double tiny = std::numeric_limits<T>::min();

@@ -85,8 +85,8 @@ SMAX_ONLINE_FORMS(api::header_only)
 template <class T, detail::if_real_t<T> = 0>
 inline online_state<T> merge(online_state<T> const& a, online_state<T> const& b,
                              softmax_options const& opts = {}) noexcept {
-  if (a.max != a.max) return a;
-  if (b.max != b.max) return b;
+  if (primitives::is_nan(a.max)) return a;  // on the bits: survives -ffinite-math-only
+  if (primitives::is_nan(b.max)) return b;
   if (a.sum == 0.0) return b;  // the identity, or a fully masked chunk
   if (b.sum == 0.0) return a;
   const T max = a.max > b.max ? a.max : b.max;

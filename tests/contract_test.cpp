@@ -1,0 +1,165 @@
+// The bad-input contract of every family, checked on the bits of the outputs (never with
+// std::isnan or a comparison with infinity, which -ffinite-math-only may fold): masked entries
+// exactly 0 (-inf for log-softmax), all-masked rows NaN (or the zero_masked_rows value), NaN and
+// +inf rows NaN, sigmoid NaN at its position only, n = 0 writes nothing. Through the header-only
+// API (the instruction set of this translation unit's flags) and smax::runtime (the best one the
+// CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
+
+#include <smax/runtime.hpp>
+#include <smax/smax.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+template <class T>
+std::uint64_t bits(T v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof v);
+  return b;
+}
+template <class T>
+bool is_nan(T v) {
+  return sizeof(T) == 4 ? (bits(v) & 0x7fffffffu) > 0x7f800000u
+                        : (bits(v) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+template <class T>
+T neg_inf() {
+  const std::uint64_t b = sizeof(T) == 4 ? 0xff800000u : 0xfff0000000000000ull;
+  T v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+template <class T>
+T pos_inf() {
+  return -neg_inf<T>();
+}
+template <class T>
+T quiet_nan() {
+  const std::uint64_t b = sizeof(T) == 4 ? 0x7fc00000u : 0x7ff8000000000000ull;
+  T v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+enum class kind { normalising, log_domain, softpick, sigmoid };
+
+template <class T>
+struct family {
+  std::string name;
+  kind k;
+  std::function<void(const T*, T*, std::size_t)> run;
+  bool zero_masked = false;  // called with zero_masked_rows
+};
+
+template <class T>
+std::vector<family<T>> families() {
+  smax::softmax_options z;
+  z.zero_masked_rows = true;
+  smax::ssmax_options sz;
+  sz.zero_masked_rows = true;
+  const smax::multimax_options mm{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
+  std::vector<family<T>> f = {
+      {"softmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n); }},
+      {"softmax online", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(smax::online, x, y, n); }},
+      {"softmax two_pass", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(smax::two_pass, x, y, n); }},
+      {"softmax T=0.5", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, {0.5}); }},
+      {"softmax zero_masked_rows", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, z); }, true},
+      {"log_softmax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n); }},
+      {"log_softmax online", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::log_softmax(smax::online, x, y, n); }},
+      {"log_softmax zero_masked_rows", kind::log_domain, [=](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n, z); }, true},
+      {"online state", kind::normalising, [](const T* x, T* y, std::size_t n) {
+         const auto s = smax::merge(smax::online_reduce(x, n / 2), smax::online_reduce(x + n / 2, n - n / 2));
+         smax::online_normalize(s, x, y, n);
+       }},
+      {"sparsemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n); }},
+      {"softpick", kind::softpick, [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n); }},
+      {"multimax", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::multimax(x, y, n, mm); }},
+      {"ssmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n); }},
+      {"ssmax zero_masked_rows", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n, sz); }, true},
+      {"sigmoid", kind::sigmoid, [](const T* x, T* y, std::size_t n) { smax::sigmoid(x, y, n); }},
+      {"runtime::softmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); }},
+      {"runtime::log_softmax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::runtime::log_softmax(x, y, n); }},
+      {"runtime::sparsemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax(x, y, n); }},
+      {"runtime::softpick", kind::softpick, [](const T* x, T* y, std::size_t n) { smax::runtime::softpick(x, y, n); }},
+      {"runtime::multimax", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax(x, y, n, mm); }},
+      {"runtime::ssmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax(x, y, n); }},
+      {"runtime::sigmoid", kind::sigmoid, [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid(x, y, n); }},
+  };
+  return f;
+}
+
+template <class T>
+void check_family(family<T> const& f) {
+  const T ninf = neg_inf<T>(), pinf = pos_inf<T>(), nan = quiet_nan<T>();
+  const T masked_out = f.k == kind::log_domain ? ninf : T(0);
+  for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(40), std::size_t(2000)}) {
+    SCOPED_TRACE(f.name + ", n = " + std::to_string(n));
+    std::vector<T> y(n + 1);
+    auto run = [&](std::vector<T> const& x) {
+      std::fill(y.begin(), y.end(), T(-7));
+      f.run(x.data(), y.data(), n);
+      EXPECT_EQ(bits(y[n]), bits(T(-7))) << "wrote past the end";
+    };
+    // A masked entry: exactly 0 (-inf) there; the others ordinary numbers.
+    if (n > 1) {
+      std::vector<T> x(n, T(1));
+      x[n / 2] = ninf;
+      x[0] = T(2);
+      run(x);
+      for (std::size_t i = 0; i < n; ++i)
+        if (i == n / 2)
+          EXPECT_EQ(bits(y[i]), bits(f.k == kind::sigmoid ? T(0) : masked_out)) << "masked at " << i;
+        else
+          EXPECT_FALSE(is_nan(y[i]) || bits(y[i]) == bits(pinf) || bits(y[i]) == bits(ninf)) << "at " << i << ": " << y[i];
+    }
+    // Every entry masked: NaN (softpick too), or the zero_masked_rows value; sigmoid 0.
+    run(std::vector<T>(n, ninf));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (f.k == kind::sigmoid)
+        EXPECT_EQ(bits(y[i]), bits(T(0)));
+      else if (f.zero_masked)
+        EXPECT_EQ(bits(y[i]), bits(masked_out)) << "all masked, zero_masked_rows, at " << i;
+      else
+        EXPECT_TRUE(is_nan(y[i])) << "all masked at " << i << ": " << y[i];
+    }
+    // NaN, +inf, and NaN among masked entries: a NaN row (sigmoid: NaN there, 1 for +inf).
+    for (int c = 0; c < 3; ++c) {
+      std::vector<T> x(n, c == 2 ? ninf : T(1));
+      const std::size_t at = n - 1;
+      x[at] = c == 1 ? pinf : nan;
+      run(x);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (f.k == kind::sigmoid) {
+          if (i != at) continue;
+          if (c == 1)
+            EXPECT_EQ(bits(y[i]), bits(T(1))) << "sigmoid(+inf)";
+          else
+            EXPECT_TRUE(is_nan(y[i])) << "sigmoid(NaN): " << y[i];
+        } else {
+          EXPECT_TRUE(is_nan(y[i])) << (c == 1 ? "+inf" : c == 2 ? "NaN among masks" : "NaN") << " row at " << i << ": " << y[i];
+        }
+      }
+    }
+  }
+  // n = 0 reads and writes nothing.
+  T untouched = T(-7);
+  f.run(nullptr, &untouched, 0);
+  EXPECT_EQ(bits(untouched), bits(T(-7))) << f.name << ", n = 0";
+}
+
+TEST(contract, every_family_float) {
+  for (auto const& f : families<float>()) check_family(f);
+}
+TEST(contract, every_family_double) {
+  for (auto const& f : families<double>()) check_family(f);
+}
+
+}  // namespace
