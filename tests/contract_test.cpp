@@ -85,6 +85,23 @@ std::vector<family<T>> families() {
       {"ssmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n); }},
       {"ssmax zero_masked_rows", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n, sz); }, true},
       {"sigmoid", kind::sigmoid, [](const T* x, T* y, std::size_t n) { smax::sigmoid(x, y, n); }},
+      {"stablemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::stablemax(x, y, n); }},
+      {"log_stablemax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::log_stablemax(x, y, n); }},
+      {"sparsemax zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n, smax::sparsemax_options{true}); }, true},
+      {"softpick zero_masked_rows", kind::softpick,
+       [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n, smax::softpick_options{1e-8, true}); }, true},
+      {"multimax zero_masked_rows", kind::normalising,
+       [=](const T* x, T* y, std::size_t n) {
+         auto o = mm;
+         o.zero_masked_rows = true;
+         smax::multimax(x, y, n, o);
+       }, true},
+      {"stablemax zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::stablemax(x, y, n, smax::stablemax_options{true}); }, true},
+      {"log_stablemax zero_masked_rows", kind::log_domain,
+       [](const T* x, T* y, std::size_t n) { smax::log_stablemax(x, y, n, smax::stablemax_options{true}); }, true},
+      {"runtime::stablemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::stablemax(x, y, n); }},
       {"runtime::softmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); }},
       {"runtime::log_softmax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::runtime::log_softmax(x, y, n); }},
       {"runtime::sparsemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax(x, y, n); }},

@@ -28,6 +28,7 @@
 #include "../primitives/log.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/special.hpp"
 
 namespace smax {
 namespace kernels {
@@ -51,6 +52,27 @@ struct stablemax_table {
 
 namespace detail {
 
+// v with the lanes where x is -inf (masked) set to `value`. Ordinary builds get there by IEEE
+// arithmetic alone (1/inf = 0), so this is the identity; under -ffinite-math-only the compiler
+// may divide through a reciprocal estimate (1/inf -> NaN) or fold comparisons with inf, so the
+// masked lanes are found on their bits and set.
+template <class A, class T>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> set_masked_lanes(xsimd::batch<T, A> const& x,
+                                                       xsimd::batch<T, A> const& v, T value) noexcept {
+#if SMAX_FINITE_MATH_ONLY
+  using I = smax::detail::integer_of_t<T>;
+  using ibatch = xsimd::batch<I, A>;
+  const auto masked = smax::detail::bitcast<I>(x) ==
+                      ibatch(static_cast<I>(primitives::sign_bit<T> | primitives::exponent_bits<T>));
+  return smax::detail::bitcast<T>(
+      xsimd::select(masked, ibatch(smax::detail::bitcast<I>(xsimd::batch<T, A>(value))), smax::detail::bitcast<I>(v)));
+#else
+  (void)x;
+  (void)value;
+  return v;
+#endif
+}
+
 // t = s(x)/s(m) for the row maximum m (see the header comment).
 template <class A, class T>
 struct stablemax_term {
@@ -64,9 +86,9 @@ struct stablemax_term {
       const auto positive = x >= batch(T(0));
       const batch num = xsimd::select(positive, x + one, one);
       const batch den = xsimd::select(positive, m1, (one - x) * m1);
-      return num / den;
+      return set_masked_lanes<A>(x, num / den, T(0));
     }
-    return m1 / (one - x);
+    return set_masked_lanes<A>(x, m1 / (one - x), T(0));
   }
 };
 
@@ -108,7 +130,9 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
     const auto underflow = t < tiny;
     // The log1p form only for the vectors that need it (t below the smallest normal number).
     if (xsimd::any(underflow))
-      return xsimd::select(underflow, stablemax_log_s<A>(v) - log_s_max, xsimd::log(t)) - ls;
+      return set_masked_lanes<A>(
+          v, xsimd::select(underflow, stablemax_log_s<A>(v) - log_s_max, xsimd::log(t)) - ls,
+          -std::numeric_limits<T>::infinity());
     return xsimd::log(t) - ls;
   });
 }
@@ -126,7 +150,7 @@ inline void stablemax_backward_row(const T* x, const T* y, const T* dy, T* dx, s
       const batch xv = primitives::load_partial<A>(x + i, k, T(0));
       const batch yv = primitives::load_partial<A>(y + i, k, T(0));
       const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
-      primitives::store_partial<A>(dx + i, k, yv * (dyv - d) / (one + xsimd::abs(xv)));
+      primitives::store_partial<A>(dx + i, k, set_masked_lanes<A>(xv, yv * (dyv - d) / (one + xsimd::abs(xv)), T(0)));
     }
     return;
   }
@@ -139,7 +163,8 @@ inline void stablemax_backward_row(const T* x, const T* y, const T* dy, T* dx, s
     const batch zv = primitives::load_partial<A>(y + i, k, T(0));
     const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
     const batch p = primitives::exp_nonpositive(zv);
-    primitives::store_partial<A>(dx + i, k, smax::detail::neg_mul_add(p, s, dyv) / (one + xsimd::abs(xv)));
+    primitives::store_partial<A>(
+        dx + i, k, set_masked_lanes<A>(xv, smax::detail::neg_mul_add(p, s, dyv) / (one + xsimd::abs(xv)), T(0)));
   }
 }
 
