@@ -1,7 +1,9 @@
 // Regression tests for what the differential fuzzers (fuzz/) found outside the defects already
-// filed in issue 11 §4, one test per finding, on every compiled instruction set. They fail on
-// the code as it stands, so they are disabled (GoogleTest reports them as disabled) until the
-// fix lands: enable the test and delete the matching entry of fuzz/known_defects.hpp together.
+// filed in issue 11 §4, one test per finding, on every compiled instruction set. Those that still
+// fail are disabled (GoogleTest reports them as disabled) until their fix lands: enable the test
+// and delete the matching entry of fuzz/known_defects.hpp together. Three pass since the §4 fixes
+// (online n = 1, softpick's backward bound with a large eps, SSMax with λ·max overflowing) and
+// run; their known_defects entries are still to be deleted.
 
 #include <smax/smax.hpp>
 #include <smax/reference/softpick.hpp>
@@ -19,7 +21,7 @@ TYPED_TEST_SUITE(fuzz_findings, all_configs, config_names);
 
 // The n = 1 contract ([1] / [0] exactly) with the online algorithm: float [-3.40206654e-08] gave
 // 0.99999994 (and 2.6e-8 for log-softmax), double [-4.60430974e-08] 1.0000000000000002.
-TYPED_TEST(fuzz_findings, DISABLED_online_single_element_is_exact) {
+TYPED_TEST(fuzz_findings, online_single_element_is_exact) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   for (T v : {T(-3.40206654e-08), T(-4.60430974e-08), T(0), T(100), T(-1e30)})
@@ -66,7 +68,7 @@ TYPED_TEST(fuzz_findings, DISABLED_softpick_large_maximum_within_bound) {
 // softpick_backward's stated bound leaves out the eps term -c·eps/S' at the first maximum: with
 // eps = 1e300 on a row of 100s (double) dx there was 3.3e-14 off, relative, against a bound of
 // about 1e-300·|dy|. The bound as stated, 8·r·e^(x_k - m)/S'·(|dy_k| + |c| + sum |dy·y|).
-TYPED_TEST(fuzz_findings, DISABLED_softpick_backward_stated_bound_with_large_eps) {
+TYPED_TEST(fuzz_findings, softpick_backward_stated_bound_with_large_eps) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const double r = sizeof(T) == 4 ? 1e-6 : 1e-14;
@@ -95,7 +97,7 @@ TYPED_TEST(fuzz_findings, DISABLED_softpick_backward_stated_bound_with_large_eps
 
 // SSMax whose λ·max overflows: double s = 1e300, n = 18 (λ = 2.9e300) on [4.9e-324, 1e30 x2350,
 // 2.2e-308, 1e30 x928] was a NaN row; want uniform over the 1e30 entries, 0 elsewhere.
-TYPED_TEST(fuzz_findings, DISABLED_ssmax_lambda_times_max_overflows) {
+TYPED_TEST(fuzz_findings, ssmax_lambda_times_max_overflows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t n = 3280;
