@@ -350,3 +350,15 @@ double ulp(long double v) {
 }
 
 }  // namespace smax_fuzz
+
+// The libFuzzer entry of a target whose run<T>(reader&) checks one input; the input's first byte
+// picks the element type.
+#define SMAX_FUZZ_TARGET(run)                                                              \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {    \
+    ::smax_fuzz::reader in(data, size);                                                   \
+    if (in.byte() & 1)                                                                    \
+      run<double>(in);                                                                    \
+    else                                                                                  \
+      run<float>(in);                                                                     \
+    return 0;                                                                             \
+  }

@@ -95,11 +95,4 @@ void run(reader& in) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  reader in(data, size);
-  if (in.byte() & 1)
-    run<double>(in);
-  else
-    run<float>(in);
-  return 0;
-}
+SMAX_FUZZ_TARGET(run)
