@@ -448,6 +448,27 @@ TYPED_TEST(softmax_test, scaled_row_below_the_lowest_finite_value) {
   }
 }
 
+// Blocks of a long row whose maxima are -max and +max (found by the ssmax fuzzer through the
+// softmax core, double, 2985 elements): the gap between the blocks' shifts overflowed and the
+// blocked three-pass row came out NaN; want [1, 0, ...].
+TYPED_TEST(softmax_test, blocks_whose_maxima_are_the_extremes) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T big = std::numeric_limits<T>::max(), inf = infinity<T>;
+  std::vector<T> x;
+  auto add = [&](T v, std::size_t k) { x.insert(x.end(), k, v); };
+  add(big, 1);
+  add(-inf, 113);
+  add(-std::numeric_limits<T>::denorm_min(), 1);
+  add(-inf, 1880);
+  add(-big, 1);
+  add(-inf, 854);
+  add(T(1e30), 1);
+  add(-inf, 134);
+  for (auto a : all_algorithms)
+    for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x)));
+}
+
 // x - max beyond the largest finite value while (x - max)/T is finite (T > 1): the difference
 // must not overflow before the division. softmax([3e38, -3e38], T = 1e38) = [0.9975, 0.0025];
 // log_softmax([3e38, -3e38, 1e38], T = 3.7)[1] = -1.6216e38.

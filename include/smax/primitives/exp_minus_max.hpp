@@ -54,6 +54,9 @@ inline log_shift subtract_shifts(log_shift a, log_shift b) noexcept {
 // double (a double row's max = 1e300 at T = 1e-10: hi infinite, lo NaN).
 inline double exp_of_difference(log_shift a, log_shift b) noexcept {
   if (__builtin_memcmp(&a, &b, sizeof a) == 0) return 1.0;
+  // Below double's range the ratio is 0; a gap beyond the largest double (a block maximum of
+  // -DBL_MAX under a row maximum of DBL_MAX) would make the TwoSum below NaN.
+  if (!(a.hi - b.hi > -800.0)) return 0.0;
   const log_shift d = subtract_shifts(a, b);
   return ::exp(d.hi) * (1.0 + d.lo);
 }
