@@ -53,7 +53,7 @@ TYPED_TEST(stablemax_test, every_length_and_spread) {
           const auto x = random_row<T>(n, spread, offset, static_cast<unsigned>(n + 7 * spread));
           EXPECT_TRUE((matches_stablemax_reference<TypeParam>(x, log)));
         }
-    for (std::size_t n : {std::size_t(1000), std::size_t(65537), std::size_t(1) << 20}) {
+    for (std::size_t n : {std::size_t(1000), std::size_t(65537)}) {
       EXPECT_TRUE((matches_stablemax_reference<TypeParam>(random_row<T>(n, 200.0, -50.0, 3), log)));
       EXPECT_TRUE((matches_stablemax_reference<TypeParam>(random_row<T>(n, 1e6, 0.0, 4), log)));
     }
