@@ -123,15 +123,21 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
   // log: the sum first, then t again from x (one more division an element), so that x is still
   // there where t underflows, in place too.
   const double sum = primitives::map_sum<A, false>(x, y, n, T(0), term);
-  const batch ls(static_cast<T>(primitives::log_of_row_sum<A, T>(sum)));
-  const batch tiny(std::numeric_limits<T>::min()), log_s_max(stablemax_log_s<A>(batch(m)));
-  primitives::map<A>(x, y, n, [&](batch const& v) {
-    const batch t = term(v);
+  // The logs run on 256-bit registers on AVX-512 (short_row_arch): xsimd's AVX-512 log and
+  // log1p select on integer lanes through intrinsics that GCC defines as macros without
+  // optimisation, which do not compile at -O0 (a Debug build of a dispatch translation unit).
+  using LA = smax::detail::short_row_arch<A>;
+  using lbatch = xsimd::batch<T, LA>;
+  const stablemax_term<LA, T> lterm{lbatch(term.m1.get(0)), term.nonnegative};
+  const lbatch ls(static_cast<T>(primitives::log_of_row_sum<A, T>(sum)));
+  const lbatch tiny(std::numeric_limits<T>::min()), log_s_max(stablemax_log_s<LA>(lbatch(m)));
+  primitives::map<LA>(x, y, n, [&](lbatch const& v) {
+    const lbatch t = lterm(v);
     const auto underflow = t < tiny;
     // The log1p form only for the vectors that need it (t below the smallest normal number).
     if (xsimd::any(underflow))
-      return set_masked_lanes<A>(
-          v, xsimd::select(underflow, stablemax_log_s<A>(v) - log_s_max, xsimd::log(t)) - ls,
+      return set_masked_lanes<LA>(
+          v, xsimd::select(underflow, stablemax_log_s<LA>(v) - log_s_max, xsimd::log(t)) - ls,
           -std::numeric_limits<T>::infinity());
     return xsimd::log(t) - ls;
   });
