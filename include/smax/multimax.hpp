@@ -75,13 +75,11 @@ inline kernels::multimax_parameters<T> multimax_parameters_of(multimax_options c
   return p;
 }
 
-struct multimax_family {
+struct multimax_family : family_defaults {
   using options = multimax_options;
   using grads = multimax_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
-  static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
-  static constexpr double masked_row = 0.0;
 
   static void check(options const& opts) noexcept {
     for (int k = 0; k < 4; ++k)

@@ -50,12 +50,9 @@ namespace api {
 // bias b to x exactly before σ; the backward pass dx = dy·y·(1 - y) is the same for both (the
 // bias shifts x only; if b is learned, its gradient is sum(dx)).
 template <class Options>
-struct sigmoid_like_family {
+struct sigmoid_like_family : family_defaults {
   using options = Options;
-  using grads = no_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_output;
-  static constexpr bool has_algorithms = false;
-  static constexpr bool masks_rows = false;  // elementwise: no row rule
 
   static double bias(sigmoid_options const&, std::size_t) noexcept { return 0.0; }
   static double bias(sigmoid_attention_options const& opts, std::size_t cols) noexcept {
@@ -63,7 +60,6 @@ struct sigmoid_like_family {
     const std::size_t len = opts.seq_len ? opts.seq_len : cols;
     return len > 0 ? -std::log(static_cast<double>(len)) : 0.0;
   }
-  static void check(options const&) noexcept {}
 
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,

@@ -50,12 +50,10 @@ inline kernels::algorithm_id kernel_algorithm(algorithm_choice a) noexcept {
 
 // Softmax (Log = false) and log-softmax (Log = true): one kernel table, one flag apart.
 template <bool Log>
-struct softmax_like_family {
+struct softmax_like_family : family_defaults {
   using options = softmax_options;
-  using grads = no_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_output;
   static constexpr bool has_algorithms = true;
-  static constexpr bool masks_rows = false;  // the kernels handle zero_masked_rows themselves
 
   static unsigned flags(options const& opts) noexcept {
     return (Log ? kernels::flag_log : 0u) |

@@ -46,13 +46,10 @@ struct softpick_options {
 SMAX_BEGIN_NAMESPACE
 namespace api {
 
-struct softpick_family {
+struct softpick_family : family_defaults {
   using options = softpick_options;
-  using grads = no_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_input;
-  static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
-  static constexpr double masked_row = 0.0;
 
   static void check(options const& opts) noexcept {
     SMAX_ASSERT(opts.eps >= 0.0 && opts.eps < __builtin_huge_val() &&

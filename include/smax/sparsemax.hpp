@@ -55,15 +55,11 @@ struct sparsemax_threshold {
 SMAX_BEGIN_NAMESPACE
 namespace api {
 
-struct sparsemax_family {
+struct sparsemax_family : family_defaults {
   using options = sparsemax_options;
-  using grads = no_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_output;
-  static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
-  static constexpr double masked_row = 0.0;
 
-  static void check(options const&) noexcept {}
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                          std::size_t rows, std::size_t cols, options const&,

@@ -54,17 +54,14 @@ struct ssmax_param_grads {
 SMAX_BEGIN_NAMESPACE
 namespace api {
 
-struct ssmax_family {
+struct ssmax_family : family_defaults {
   using options = ssmax_options;
   using grads = ssmax_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
-  static constexpr bool has_algorithms = false;
-  static constexpr bool masks_rows = false;  // the softmax core handles zero_masked_rows
 
   static double keys(options const& opts, std::size_t cols) noexcept {
     return static_cast<double>(opts.n ? opts.n : cols);
   }
-  static void check(options const&) noexcept {}
 
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,

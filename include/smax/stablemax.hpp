@@ -44,15 +44,12 @@ namespace api {
 
 // StableMax (Log = false) and log-StableMax (Log = true): one kernel table, one flag apart.
 template <bool Log>
-struct stablemax_like_family {
+struct stablemax_like_family : family_defaults {
   using options = stablemax_options;
-  using grads = no_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_input;
-  static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = true;
   static constexpr double masked_row = Log ? -__builtin_huge_val() : 0.0;
 
-  static void check(options const&) noexcept {}
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                          std::size_t rows, std::size_t cols, options const&,

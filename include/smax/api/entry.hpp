@@ -62,6 +62,17 @@ inline constexpr algorithm_choice algorithm_of(two_pass_t) noexcept { return alg
 // also returns the gradients of learnable parameters.
 enum class backward_shape { from_output, from_input, from_input_with_grads };
 
+// What a family description says unless it says otherwise: no parameter gradients, no algorithm
+// tags, zero_masked_rows left to its kernels (or absent), no preconditions on the options.
+struct family_defaults {
+  using grads = no_param_grads;
+  static constexpr bool has_algorithms = false;
+  static constexpr bool masks_rows = false;
+  static constexpr double masked_row = 0.0;
+  template <class Options>
+  static void check(Options const&) noexcept {}
+};
+
 // The header-only dispatcher: the kernels of the best instruction set the including translation
 // unit's flags enable.
 struct header_only {
