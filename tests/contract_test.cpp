@@ -5,11 +5,19 @@
 // API (the instruction set of this translation unit's flags) and smax::runtime (the best one the
 // CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
 
+#include <smax/reference/multimax.hpp>
+#include <smax/reference/softmax.hpp>
+#include <smax/reference/softpick.hpp>
+#include <smax/reference/sparsemax.hpp>
+#include <smax/reference/ssmax.hpp>
+#include <smax/reference/stablemax.hpp>
+#include <smax/reference/sigmoid.hpp>
 #include <smax/runtime.hpp>
 #include <smax/smax.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -170,6 +178,53 @@ void check_family(family<T> const& f) {
   T untouched = T(-7);
   f.run(nullptr, &untouched, 0);
   EXPECT_EQ(bits(untouched), bits(T(-7))) << f.name << ", n = 0";
+}
+
+// The values of an ordinary row, within 1e-4 relative (1e-6 absolute) of the long-double
+// reference: far looser than the documented bounds, which -ffast-math voids, but tight enough to
+// catch a kernel the flag breaks outright (the magic-bias rounding of the exponential folded away
+// gave exp(-1) = 0.25 on SSE2).
+template <class T>
+std::vector<long double> reference_of(std::string name, const T* x, std::size_t n) {
+  namespace ref = smax::reference;
+  if (name.rfind("runtime::", 0) == 0) name = name.substr(9);
+  name = name.substr(0, name.find(' '));
+  if (name == "softmax" || name == "online") return ref::softmax(x, n, false);
+  if (name == "log_softmax") return ref::softmax(x, n, true);
+  if (name == "sparsemax") return ref::sparsemax(x, n).y;
+  if (name == "softpick") return ref::softpick(x, n);
+  if (name == "multimax") return ref::multimax(x, n, ref::multimax_parameters{{0.1L, 0.1L, -0.01L, 0.01L}, {-1, 1, -2, 2}});
+  if (name == "ssmax") return ref::ssmax(x, n, 0.43L * std::log(static_cast<long double>(n)));
+  if (name == "stablemax") return ref::stablemax(x, n, false);
+  if (name == "log_stablemax") return ref::stablemax(x, n, true);
+  std::vector<long double> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = ref::sigmoid(x[i]);
+  return y;
+}
+
+template <class T>
+void check_values(family<T> const& f) {
+  for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(40), std::size_t(2000)}) {
+    std::vector<T> x(n), y(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<T>(4 * std::sin(0.7 * static_cast<double>(i) + 0.3));
+    f.run(x.data(), y.data(), n);
+    auto want = reference_of(f.name, x.data(), n);
+    if (f.name.find("T=0.5") != std::string::npos) {
+      smax::reference::options o;
+      o.temperature = 0.5L;
+      want = smax::reference::softmax(x.data(), n, false, o);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_LE(std::fabs(static_cast<long double>(y[i]) - want[i]), 1e-6L + 1e-4L * std::fabs(want[i]))
+          << f.name << ", n = " << n << ", at " << i << ": " << y[i] << ", want " << static_cast<double>(want[i]);
+  }
+}
+
+TEST(contract, values_of_ordinary_rows_float) {
+  for (auto const& f : families<float>()) check_values(f);
+}
+TEST(contract, values_of_ordinary_rows_double) {
+  for (auto const& f : families<double>()) check_values(f);
 }
 
 TEST(contract, every_family_float) {

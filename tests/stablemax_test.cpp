@@ -107,7 +107,9 @@ TYPED_TEST(stablemax_test, invariants) {
   for (T v : y) s += v;
   EXPECT_NEAR(s, 1.0, sizeof(T) == 4 ? 1e-6 : 1e-14);
   for (std::size_t i = 1; i < x.size(); ++i)
-    if (x[i] > x[i - 1]) EXPECT_GE(y[i], y[i - 1]);
+    if (x[i] > x[i - 1]) {
+      EXPECT_GE(y[i], y[i - 1]);
+    }
   const std::vector<T> pos = {T(0), T(1), T(3)};
   const auto yp = stablemax_of<TypeParam>(pos, false);
   EXPECT_NEAR(yp[0], 1.0 / 7, 1e-7);

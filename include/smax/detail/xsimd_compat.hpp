@@ -85,6 +85,28 @@ inline xsimd::batch<T, A> fma_dispatch(xsimd::batch<T, A> const& a, xsimd::batch
 }
 #endif
 
+// x unchanged, but opaque to the optimiser: the magic-bias rounding (b = t·log2e + magic, then
+// k = b - magic) is an identity in real arithmetic, which -ffast-math / -fassociative-math let the
+// compiler fold to k = t·log2e (no rounding at all: on SSE2 exp(-1) came out as 0.25). An empty
+// asm statement with the value in a register costs no instruction.
+template <class T, class A>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> opaque(xsimd::batch<T, A> const& x) noexcept {
+  using reg = typename xsimd::batch<T, A>::register_type;
+  reg r = x;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  if constexpr (sizeof(reg) == 64)
+    __asm__("" : "+v"(r));
+  else
+    __asm__("" : "+x"(r));
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+  __asm__("" : "+w"(r));
+#else
+  volatile reg v = r;  // no register asm: a round trip through memory (no tested compiler)
+  r = v;
+#endif
+  return xsimd::batch<T, A>(r);
+}
+
 // a·b + c with one rounding where the instruction set has it.
 template <class T, class A>
 inline xsimd::batch<T, A> mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,

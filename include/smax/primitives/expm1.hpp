@@ -51,7 +51,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, 
   using e = expm1_constants<T>;
   // The unordered compare keeps NaN (a max would drop it on x86, by operand order).
   const batch u = Clamp ? xsimd::select(t < batch(e::lowest), batch(e::lowest), t) : t;
-  const batch biased = detail::mul_add(u, batch(c::log2e), batch(c::magic));
+  const batch biased = detail::opaque(detail::mul_add(u, batch(c::log2e), batch(c::magic)));
   const batch k = biased - batch(c::magic);
   // u - k·ln2_hi is exact (k has at most 8 bits, ln2_hi 10), as in exp_nonpositive.
   const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), u);
