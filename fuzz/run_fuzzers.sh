@@ -2,7 +2,7 @@
 # Builds the differential fuzzers with clang and runs each for a bounded time from its seed corpus
 # (fuzz/corpus/<target>; new inputs go to <build>/corpus/<target>, the repository's seeds are not
 # touched). Fails on any finding: the input that triggered it is kept in <build>/findings/.
-# Prints the executions per target and in total.
+# Runs one target per core at a time. Prints the executions per target and in total.
 #   bash fuzz/run_fuzzers.sh [build dir] [seconds per target]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,13 +16,30 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=
 cmake --build "$build" -j "$(nproc)" $(for t in $targets; do echo --target smax_fuzz_$t; done)
 
 mkdir -p "$build/findings"
+run_target() {  # <target>: its log in $build/fuzz_<target>.log, status in $build/fuzz_<target>.status
+  local t=$1
+  mkdir -p "$build/corpus/$t"
+  if "$build/fuzz/smax_fuzz_$t" -max_total_time="$seconds" -max_len=512 -rss_limit_mb=4096 \
+       -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$build/corpus/$t" "fuzz/corpus/$t" \
+       > "$build/fuzz_$t.log" 2>&1; then
+    echo 0 > "$build/fuzz_$t.status"
+  else
+    echo 1 > "$build/fuzz_$t.status"
+  fi
+}
+# One target per core at a time (each is single-threaded).
+jobs_max=$(nproc)
+for t in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+
 total=0
 status=0
 for t in $targets; do
-  mkdir -p "$build/corpus/$t"
   log="$build/fuzz_$t.log"
-  if ! "$build/fuzz/smax_fuzz_$t" -max_total_time="$seconds" -max_len=512 -rss_limit_mb=4096 \
-       -print_final_stats=1 -artifact_prefix="$build/findings/$t-" "$build/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
+  if [ "$(cat "$build/fuzz_$t.status")" != 0 ]; then
     status=1
     grep -A6 "smax fuzz finding\|ERROR:" "$log" | head -40 || tail -40 "$log"
   fi
