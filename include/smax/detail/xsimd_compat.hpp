@@ -107,6 +107,24 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> opaque(xsimd::batch<T, A> const& x) noexce
   return xsimd::batch<T, A>(r);
 }
 
+// Round to nearest (ties to even), as xsimd::nearbyint. SSE2 has no rounding instruction and
+// xsimd 8.1 rounds there by adding and subtracting 2^23 (2^52) behind a volatile round trip
+// that clang's -ffast-math still saw through (the two-pass softmax of double rows came out 30%
+// off); here the sum is opaque (above), and stays in a register.
+template <class T, class A>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> nearbyint(xsimd::batch<T, A> const& v) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (!std::is_base_of<xsimd::sse4_1, A>::value) {
+    using batch = xsimd::batch<T, A>;
+    const batch big(sizeof(T) == 4 ? T(8388608.0) : T(4503599627370496.0));  // 2^23, 2^52
+    const batch a = xsimd::abs(v);
+    const batch r = opaque(a + big) - big;  // exact for a < big; larger values are integers
+    return xsimd::select(a < big, r | xsimd::bitofsign(v), v);
+  }
+#endif
+  return xsimd::nearbyint(v);
+}
+
 // a·b + c with one rounding where the instruction set has it.
 template <class T, class A>
 inline xsimd::batch<T, A> mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,

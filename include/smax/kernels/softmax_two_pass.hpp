@@ -58,7 +58,7 @@ struct two_pass_exp {
 
   // u + u_err = k·ln2 + r; returns p = exp(r) and k (as an integer-valued float).
   static void split(batch const& u, batch const& u_err, batch& p, batch& k) noexcept {
-    k = xsimd::nearbyint(u * batch(e::log2e));
+    k = smax::detail::nearbyint(u * batch(e::log2e));
     const batch r_hi = smax::detail::mul_add(k, batch(-c::ln2_hi), u);
     const batch r_lo = smax::detail::mul_add(k, batch(-c::ln2_lo), u_err);
     p = primitives::expm1_reduced(r_hi, r_lo) + batch(T(1));
