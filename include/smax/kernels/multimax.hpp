@@ -29,7 +29,7 @@
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
 #include "../primitives/register_row.hpp"
-#include "row_policy.hpp"
+#include "row_driver.hpp"
 
 namespace smax {
 namespace kernels {
@@ -167,17 +167,6 @@ inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t l
   });
 }
 
-// Every row of a batch of short rows (at most four registers each), four at a time.
-template <class A, class T>
-SMAX_ALWAYS_INLINE void multimax_short_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                 std::size_t rows, std::size_t cols, multimax_parameters<T> const& p) noexcept {
-  constexpr std::size_t group = 4;
-  std::size_t r = 0;
-  for (; r + group <= rows; r += group)
-    multimax_short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
-  for (; r < rows; ++r) multimax_short_row<A>(x + r * ldx, y + r * ldy, cols, p);
-}
-
 // Largest and smallest σ(x) of a row (primitives::reduce_range with σ applied): masked entries
 // give -inf to both (as softmax's reduce_range sees them), NaN is not flagged.
 template <class A, class T>
@@ -308,7 +297,7 @@ inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A,
     return primitives::map_sum<A, true>(
         x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
   });
-  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+  if (primitives::is_nan(s) || special_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
@@ -365,37 +354,49 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
+// MultiMax's policy for the row driver (row_driver.hpp). Short rows take the exact form
+// whatever the parameters: the 10-operation form saves 4% on batches of them but its square
+// roots make a single short row 30% slower. Longer rows take it when σ is nondecreasing.
+template <class A, class T>
+struct multimax_rows {
+  static constexpr bool flush_subnormals = true;
+  static constexpr bool register_kernels = true;
+  multimax_parameters<T> const& p;
+
+  bool in_registers() const noexcept { return true; }
+  template <class B>
+  SMAX_ALWAYS_INLINE void row_in_registers(const T* x, T* y, std::size_t n) const noexcept {
+    multimax_short_row<B>(x, y, n, p);
+  }
+  template <class B, std::size_t K>
+  SMAX_ALWAYS_INLINE void rows_in_registers(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                            std::size_t n) const noexcept {
+    multimax_short_rows<B, T, K>(x, ldx, y, ldy, n, p);
+  }
+  template <class F>
+  SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
+    if (multimax_nondecreasing<A>(p)) {
+      const multimax_modulation_nondecreasing<A, T, false> unmasked(p);
+      const multimax_modulation_nondecreasing<A, T, true> masked(p);
+      return f([&](const T* x, T* y, std::size_t n, next_rows next) {
+        multimax_row_nondecreasing<A>(x, y, n, p, unmasked, masked, next.x);
+      });
+    }
+    const multimax_modulation<A, T> sigma(p);
+    f([&](const T* x, T* y, std::size_t n, next_rows next) { multimax_row<A>(x, y, n, sigma, next.x); });
+  }
+};
+
 // Inlined into the table's entry points (a call level costs a short row a few ns).
 template <class A, class T>
 SMAX_ALWAYS_INLINE void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                   std::size_t rows, std::size_t cols,
                                   multimax_parameters<T> const& p) noexcept {
-  [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);  // as softmax (row_policy.hpp)
   if (!valid_parameters<A>(p)) {
     for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;
   }
-  const bool nondecreasing = multimax_nondecreasing<A>(p);
-  // Short rows take the exact form whatever the parameters: the 10-operation form saves 4% on
-  // batches of them but its square roots make a single short row 30% slower.
-  // Rows that fit in one register run on short_row_arch<A>, as softmax's (table.hpp).
-  if (cols <= xsimd::batch<T, A>::size) {
-    using B = smax::detail::short_row_arch<A>;
-    return multimax_short_batch<B>(x, ldx, y, ldy, rows, cols, p);
-  }
-  if (cols <= 4 * xsimd::batch<T, A>::size)
-    return multimax_short_batch<A>(x, ldx, y, ldy, rows, cols, p);
-  // Rows of at least 1 KiB prefetch the next row during their exp pass (as softmax does).
-  auto next = [&](std::size_t r) { return r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0; };
-  if (nondecreasing) {
-    const multimax_modulation_nondecreasing<A, T, false> unmasked(p);
-    const multimax_modulation_nondecreasing<A, T, true> masked(p);
-    for (std::size_t r = 0; r < rows; ++r)
-      multimax_row_nondecreasing<A>(x + r * ldx, y + r * ldy, cols, p, unmasked, masked, next(r));
-    return;
-  }
-  const multimax_modulation<A, T> sigma(p);
-  for (std::size_t r = 0; r < rows; ++r) multimax_row<A>(x + r * ldx, y + r * ldy, cols, sigma, next(r));
+  drive_rows<A>(x, ldx, y, ldy, rows, cols, multimax_rows<A, T>{p});
 }
 
 // The parameter-gradient sums (docs/multimax.md), in double, indexed as below:

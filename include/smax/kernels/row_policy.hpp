@@ -1,6 +1,7 @@
 #pragma once
-// What every normalising row kernel shares: its parameters and the row rules of the bad-input
+// What every softmax-like row kernel shares: its parameters and the row rules of the bad-input
 // contract (docs/edge_cases.md: all masked, +inf, NaN), applied before any exponential is taken.
+// How the rows of a call reach those kernels is row_driver.hpp's.
 
 #include <cmath>
 #include <limits>
@@ -51,6 +52,22 @@ inline bool nan_unseen_by_sum(const T* x, std::size_t n) noexcept {
 #endif
 }
 
+// The same for NaN or +inf, for a kernel whose transform turns +inf into a NaN before the sum
+// (MultiMax's σ where its terms meet as inf - inf): under -ffinite-math-only that NaN may be
+// dropped as well.
+template <class A, class T>
+inline bool special_unseen_by_sum(const T* x, std::size_t n) noexcept {
+#if SMAX_FINITE_MATH_ONLY
+  for (std::size_t i = 0; i < n; ++i)
+    if (primitives::is_nan(x[i]) || primitives::is_pos_inf(x[i])) return true;
+  return false;
+#else
+  (void)x;
+  (void)n;
+  return false;
+#endif
+}
+
 // Elements per block of a long row's blocked passes (the online normalisers' pass 1, the blocked
 // three-pass): 8 KiB, still in L1 when the block is re-read right after its max is taken.
 template <class T>
@@ -84,37 +101,6 @@ inline bool finish_special_row(T max, bool has_nan, T* y, std::size_t n,
   }
   return false;
 }
-
-// Outputs below FLT_MIN may be flushed to 0 (docs/edge_cases.md), and on x86 they must be: a
-// multiply whose result is subnormal takes a microcode assist (~100 cycles), which made rows whose
-// tail underflows (a large 1/T, or SSMax's λ·spread > 87) several times slower. Sets MXCSR.FTZ
-// for the call and restores it; inputs are not touched (DAZ stays as it was). Only where FMA is
-// native: without it the exp's scale·p + scale rounds scale·p on its own, and flushing that
-// (subnormal) product would cost accuracy on results that are normal (docs/dispatch.md).
-// Calls of fewer than flush_min_elements elements skip it: on short rows the two MXCSR writes
-// cost more than the assists they could save.
-constexpr std::size_t flush_min_elements = 1024;
-template <class A, bool = smax::detail::has_native_fma<A>::value>
-struct flush_subnormal_results {
-  explicit flush_subnormal_results(std::size_t) noexcept {}
-};
-#if defined(__x86_64__) || defined(__i386__)
-template <class A>
-struct flush_subnormal_results<A, true> {
-  unsigned saved;
-  bool active;
-  explicit flush_subnormal_results(std::size_t elements) noexcept
-      : saved(0), active(elements >= flush_min_elements) {
-    if (active) {
-      saved = _mm_getcsr();
-      _mm_setcsr(saved | 0x8000u);
-    }
-  }
-  ~flush_subnormal_results() {
-    if (active) _mm_setcsr(saved);
-  }
-};
-#endif
 
 // Calls f(z) with z(v) = (v - max)·(1/T) - log_sum for a batch v. For T > 1, x - max can overflow
 // where (x - max)/T is finite (log-softmax of [3e38, -3e38] at T = 3.7): the difference is then

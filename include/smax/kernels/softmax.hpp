@@ -18,6 +18,7 @@
 #include "softmax_online.hpp"
 #include "softmax_three_pass.hpp"
 #include "softmax_two_pass.hpp"
+#include "row_driver.hpp"
 
 namespace smax {
 namespace kernels {
@@ -94,25 +95,49 @@ inline bool valid_temperature(T temperature) noexcept {
 }
 
 
-// Rows of at most four registers of A: one alone goes straight to its kernel (an attention row, a
-// classifier's logits: latency), more go four at a time through the interleaved kernel
-// (throughput), the rest one by one.
-template <class A, class T>
-inline void short_row_batch(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                            std::size_t cols, row_params<T> const& p, bool scaled) noexcept {
-  constexpr std::size_t group = 4;
-  std::size_t r = 0;
-  for (; r + group <= rows; r += group) {
-    if (scaled)
-      short_rows<A, T, true, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
-    else
-      short_rows<A, T, false, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, p);
+// The softmax family's policy for the row driver (row_driver.hpp): 1/T applied when Scaled, the
+// register kernels for the three-pass algorithm, `kernel` for longer rows.
+template <class T, bool Scaled>
+struct softmax_rows {
+  using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
+  static constexpr bool flush_subnormals = true;
+  static constexpr bool register_kernels = true;
+  row_params<T> params;
+  bool registers;
+  row_kernel kernel;
+
+  bool in_registers() const noexcept { return registers; }
+  template <class B>
+  SMAX_ALWAYS_INLINE void row_in_registers(const T* x, T* y, std::size_t n) const noexcept {
+    short_row<B, T, Scaled>(x, y, n, params);
   }
-  for (; r < rows; ++r) {
-    if (scaled)
-      short_row<A, T, true>(x + r * ldx, y + r * ldy, cols, p);
-    else
-      short_row<A, T, false>(x + r * ldx, y + r * ldy, cols, p);
+  template <class B, std::size_t K>
+  SMAX_ALWAYS_INLINE void rows_in_registers(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                            std::size_t n) const noexcept {
+    short_rows<B, T, Scaled, K>(x, ldx, y, ldy, n, params);
+  }
+  template <class F>
+  SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
+    f([this](const T* x, T* y, std::size_t n, next_rows next) {
+      row_params<T> q = params;
+      q.next_row = next.x;
+      q.next_output_row = next.y;
+      kernel(x, y, n, q);
+    });
+  }
+};
+
+template <class A, class T, bool Scaled>
+inline typename softmax_rows<T, Scaled>::row_kernel softmax_row_kernel(algorithm_id algorithm) noexcept {
+  switch (algorithm) {
+    case algorithm_id::online:
+      return &online_row<A, T, Scaled>;
+    case algorithm_id::blocked_three_pass:
+      return &blocked_three_pass_row<A, T, Scaled>;
+    case algorithm_id::two_pass:
+      return &two_pass_row<A, T, Scaled>;
+    default:
+      return &three_pass_row<A, T, Scaled>;
   }
 }
 
@@ -125,7 +150,6 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
                                 bool scaled, unsigned flags, algorithm_id algorithm) noexcept {
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
-  [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
   if (scaled && inv_temperature < wide_range_inv_temperature<T>) {  // T > 1e36: rare, scalar
     for (std::size_t r = 0; r < rows; ++r) wide_range_row<A>(x + r * ldx, y + r * ldy, cols, p);
     return;
@@ -139,43 +163,12 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
     else
       algorithm = bytes <= three_pass_max_bytes ? algorithm_id::blocked_three_pass : algorithm_id::online;
   }
-  using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
-  row_kernel kernel;
-  switch (algorithm) {
-    case algorithm_id::online:
-      kernel = scaled ? &online_row<A, T, true> : &online_row<A, T, false>;
-      break;
-    case algorithm_id::blocked_three_pass:
-      kernel = scaled ? &blocked_three_pass_row<A, T, true> : &blocked_three_pass_row<A, T, false>;
-      break;
-    case algorithm_id::two_pass:
-      kernel = scaled ? &two_pass_row<A, T, true> : &two_pass_row<A, T, false>;
-      break;
-    default:
-      kernel = scaled ? &three_pass_row<A, T, true> : &three_pass_row<A, T, false>;
-      break;
-  }
-  if (algorithm == algorithm_id::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
-    // Rows that fit in one register of A run on smax::detail::short_row_arch<A> (256-bit
-    // registers on AVX-512).
-    using B = smax::detail::short_row_arch<A>;
-    const bool narrow = cols <= xsimd::batch<T, A>::size;
-    if (rows == 1) {  // no call more than needed: a 16-element row takes 20 ns
-      if (narrow) return scaled ? short_row<B, T, true>(x, y, cols, p) : short_row<B, T, false>(x, y, cols, p);
-      return scaled ? short_row<A, T, true>(x, y, cols, p) : short_row<A, T, false>(x, y, cols, p);
-    }
-    if (narrow) return short_row_batch<B>(x, ldx, y, ldy, rows, cols, p, scaled);
-    return short_row_batch<A>(x, ldx, y, ldy, rows, cols, p, scaled);
-  }
-  // Rows of at least 1 KiB prefetch the next row during their exp pass (a batch that does not
-  // fit in L2 would otherwise wait for each row's first pass).
-  row_params<T> q = p;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const bool ahead = r + 1 < rows && cols * sizeof(T) >= 1024;
-    q.next_row = ahead ? ldx : 0;
-    q.next_output_row = ahead ? ldy : 0;
-    kernel(x + r * ldx, y + r * ldy, cols, q);
-  }
+  const bool registers = algorithm == algorithm_id::three_pass;
+  if (scaled)
+    return drive_rows<A>(x, ldx, y, ldy, rows, cols,
+                         softmax_rows<T, true>{p, registers, softmax_row_kernel<A, T, true>(algorithm)});
+  drive_rows<A>(x, ldx, y, ldy, rows, cols,
+                softmax_rows<T, false>{p, registers, softmax_row_kernel<A, T, false>(algorithm)});
 }
 
 template <class A, class T>

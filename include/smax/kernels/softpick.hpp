@@ -32,7 +32,7 @@
 #include "../primitives/reduce_max.hpp"
 #include "../primitives/register_row.hpp"
 #include "../primitives/stream.hpp"
-#include "row_policy.hpp"
+#include "row_driver.hpp"
 
 namespace smax {
 namespace kernels {
@@ -394,32 +394,43 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   });
 }
 
-// Inlined into the table's entry points: a call level costs a short row a few ns (as softmax's
-// forward_rows_scaled).
+// Softpick's policy for the row driver (row_driver.hpp). No flush to zero: a row whose maximum
+// is subnormal (allowed with eps = 0) has subnormal terms b = expm1(x) that carry the whole
+// result, which a flush would turn into 0/0. Other rows have subnormal terms only with a maximum
+// above fast_max (the large form's e^-m), rare enough that their assists do not matter.
+template <class A, class T>
+struct softpick_rows {
+  static constexpr bool flush_subnormals = false;
+  static constexpr bool register_kernels = true;
+  double eps;
+  softpick_algorithm algorithm;
+
+  bool in_registers() const noexcept { return algorithm == softpick_algorithm::three_pass; }
+  template <class B>
+  SMAX_ALWAYS_INLINE void row_in_registers(const T* x, T* y, std::size_t n) const noexcept {
+    short_row<B>(x, y, n, eps);
+  }
+  template <class B, std::size_t K>
+  SMAX_ALWAYS_INLINE void rows_in_registers(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                            std::size_t n) const noexcept {
+    short_rows<B, T, K>(x, ldx, y, ldy, n, eps);
+  }
+  template <class F>
+  SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
+    if (algorithm == softpick_algorithm::online)
+      return f([this](const T* x, T* y, std::size_t n, next_rows) { online_row<A>(x, y, n, eps); });
+    f([this](const T* x, T* y, std::size_t n, next_rows next) { three_pass_row<A>(x, y, n, eps, next.x); });
+  }
+};
+
+// Inlined into the table's entry points: a call level costs a short row a few ns.
 template <class A, class T>
 SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
                                      std::size_t cols, double eps, softpick_algorithm algorithm) noexcept {
   if (algorithm == softpick_algorithm::automatic)
     algorithm = cols * sizeof(T) <= softpick_three_pass_max_bytes ? softpick_algorithm::three_pass
                                                                    : softpick_algorithm::online;
-  std::size_t r = 0;
-  // One short row goes straight to its kernel; more go four at a time through the interleaved
-  // kernel (throughput, not latency).
-  if (algorithm == softpick_algorithm::three_pass && cols <= 4 * xsimd::batch<T, A>::size) {
-    if (rows == 1) return short_row<A>(x, y, cols, eps);
-    constexpr std::size_t group = 4;
-    for (; r + group <= rows; r += group)
-      short_rows<A, T, group>(x + r * ldx, ldx, y + r * ldy, ldy, cols, eps);
-  }
-  for (; r < rows; ++r) {
-    if (algorithm == softpick_algorithm::online) {
-      online_row<A>(x + r * ldx, y + r * ldy, cols, eps);
-    } else {
-      // Rows of at least 1 KiB prefetch the next row during their exp pass.
-      const std::size_t next = r + 1 < rows && cols * sizeof(T) >= 1024 ? ldx : 0;
-      three_pass_row<A>(x + r * ldx, y + r * ldy, cols, eps, next);
-    }
-  }
+  drive_rows<A>(x, ldx, y, ldy, rows, cols, softpick_rows<A, T>{eps, algorithm});
 }
 
 // First i with x[i] == value (the row holds it).

@@ -29,6 +29,7 @@
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
 #include "../primitives/special.hpp"
+#include "row_driver.hpp"
 
 namespace smax {
 namespace kernels {
@@ -101,7 +102,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> stablemax_log_s(xsimd::batch<T, A> const& 
 }
 
 template <class A, class T>
-inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
+inline void stablemax_row(const T* x, T* y, std::size_t n, bool log, next_rows next) noexcept {
   using batch = xsimd::batch<T, A>;
   const T nan = __builtin_nan("");
   const auto r = primitives::reduce_max<A>(x, n);
@@ -114,7 +115,7 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
   const stablemax_term<A, T> term{batch(m >= T(0) ? m + T(1) : T(1) - m), m >= T(0)};
   if (!log) {
     // y = t·(1/Σt), the factor in two parts (hi + lo): its rounding does not add to the ulps.
-    const double sum = primitives::map_sum<A, true>(x, y, n, T(0), term);
+    const double sum = primitives::map_sum<A, true>(x, y, n, T(0), term, next.x);
     const double inv = 1.0 / sum;
     const batch hi(static_cast<T>(inv)), lo(static_cast<T>(inv - static_cast<T>(inv)));
     primitives::map<A>(y, y, n, [&](batch const& t) { return smax::detail::mul_add(t, hi, t * lo); });
@@ -122,7 +123,7 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
   }
   // log: the sum first, then t again from x (one more division an element), so that x is still
   // there where t underflows, in place too.
-  const double sum = primitives::map_sum<A, false>(x, y, n, T(0), term);
+  const double sum = primitives::map_sum<A, false>(x, y, n, T(0), term, next.x);
   // The logs run on 256-bit registers on AVX-512 (short_row_arch): xsimd's AVX-512 log and
   // log1p select on integer lanes through intrinsics that GCC defines as macros without
   // optimisation, which do not compile at -O0 (a Debug build of a dispatch translation unit).
@@ -142,6 +143,21 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log) noexcept {
     return xsimd::log(t) - ls;
   });
 }
+
+// StableMax's policy for the row driver (row_driver.hpp): every row through stablemax_row (no
+// register kernels yet). No flush to zero: a row of entries near -FLT_MAX has only subnormal
+// terms 1/(1 - x), which carry the whole result.
+template <class A, class T>
+struct stablemax_rows {
+  static constexpr bool flush_subnormals = false;
+  static constexpr bool register_kernels = false;
+  bool log;
+
+  template <class F>
+  SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
+    f([this](const T* x, T* y, std::size_t n, next_rows next) { stablemax_row<A>(x, y, n, log, next); });
+  }
+};
 
 template <class A, class T>
 inline void stablemax_backward_row(const T* x, const T* y, const T* dy, T* dx, std::size_t n,
@@ -179,12 +195,12 @@ inline void stablemax_backward_row(const T* x, const T* y, const T* dy, T* dx, s
 template <class A>
 void stablemax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                                  std::size_t rows, std::size_t cols, bool log) noexcept {
-  for (std::size_t r = 0; r < rows; ++r) detail::stablemax_row<A>(x + r * ldx, y + r * ldy, cols, log);
+  drive_rows<A>(x, ldx, y, ldy, rows, cols, detail::stablemax_rows<A, float>{log});
 }
 template <class A>
 void stablemax_table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
                                  std::size_t rows, std::size_t cols, bool log) noexcept {
-  for (std::size_t r = 0; r < rows; ++r) detail::stablemax_row<A>(x + r * ldx, y + r * ldy, cols, log);
+  drive_rows<A>(x, ldx, y, ldy, rows, cols, detail::stablemax_rows<A, double>{log});
 }
 template <class A>
 void stablemax_table<A>::backward(const float* x, std::size_t ldx, const float* y, std::size_t ldy,
