@@ -97,7 +97,7 @@ struct stablemax_term {
 template <class A, class T>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> stablemax_log_s(xsimd::batch<T, A> const& x) noexcept {
   using batch = xsimd::batch<T, A>;
-  const batch a = xsimd::log1p(xsimd::abs(x));
+  const batch a = primitives::log1p_nonnegative<A>(xsimd::abs(x));
   return xsimd::select(x >= batch(T(0)), a, -a);
 }
 
@@ -138,9 +138,9 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log, next_rows n
     // The log1p form only for the vectors that need it (t below the smallest normal number).
     if (xsimd::any(underflow))
       return set_masked_lanes<LA>(
-          v, xsimd::select(underflow, stablemax_log_s<LA>(v) - log_s_max, xsimd::log(t)) - ls,
+          v, xsimd::select(underflow, stablemax_log_s<LA>(v) - log_s_max, primitives::log_normal<LA>(t)) - ls,
           -std::numeric_limits<T>::infinity());
-    return xsimd::log(t) - ls;
+    return primitives::log_normal<LA>(t) - ls;
   });
 }
 

@@ -119,7 +119,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
   using integer = detail::integer_of_t<T>;
   using c = exp_constants<T>;
   const batch biased = detail::opaque(detail::mul_add(t, batch(c::log2e), batch(c::magic)));
-  const batch k = biased - batch(c::magic);
+  const batch k = detail::opaque(biased - batch(c::magic));  // not distributed over k·ln2
   // t - k·ln2_hi is exact (k·ln2_hi has few bits and the difference is smaller than t).
   const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), t);
   const batch r_lo = detail::mul_add(k, batch(-c::ln2_lo), t_err);
@@ -144,7 +144,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
   if constexpr (sizeof(batch) == 64) {
     using c = exp_constants<T>;
     const batch biased = detail::opaque(detail::mul_add(t, batch(c::log2e), batch(c::magic)));
-    const batch k = biased - batch(c::magic);
+    const batch k = detail::opaque(biased - batch(c::magic));  // not distributed over k·ln2
     const batch r = detail::mul_add(k, batch(-c::ln2_lo), detail::mul_add(k, batch(-c::ln2_hi), t));
     return scale_avx512<Underflow>(t, batch(c::underflow_cutoff), exp_reduced(r), k);
   }
@@ -214,7 +214,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_shifted(xsimd::batch<T, A> const& x,
   using sc = shift_constants<T, detail::has_native_fma<A>::value>;
   static_assert(!Scaled || detail::has_native_fma<A>::value, "the scaled form needs an FMA");
   const batch biased = detail::opaque(detail::mul_add(x, row.s_log2e, batch(c::magic)));
-  const batch n = biased - batch(c::magic);
+  const batch n = detail::opaque(biased - batch(c::magic));  // not distributed over n·ln2
   const batch k = n + row.neg_j;
   batch r_hi, r_lo;
   if constexpr (Scaled) {

@@ -52,7 +52,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, 
   // The unordered compare keeps NaN (a max would drop it on x86, by operand order).
   const batch u = Clamp ? xsimd::select(t < batch(e::lowest), batch(e::lowest), t) : t;
   const batch biased = detail::opaque(detail::mul_add(u, batch(c::log2e), batch(c::magic)));
-  const batch k = biased - batch(c::magic);
+  const batch k = detail::opaque(biased - batch(c::magic));  // not distributed over k·ln2
   // u - k·ln2_hi is exact (k has at most 8 bits, ln2_hi 10), as in exp_nonpositive.
   const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), u);
   const batch r_lo = k * batch(-c::ln2_lo);

@@ -132,5 +132,82 @@ SMAX_ALWAYS_INLINE double log_of_row_sum(double s) noexcept {
   else return ::log(s);
 }
 
+// The constants of log_normal for float and double lanes.
+template <class T> struct log_constants;
+template <> struct log_constants<float> {
+  using bits = std::uint32_t;
+  static constexpr bits sqrt_half = 0x3f3504f3u;        // √2/2 rounded down
+  static constexpr bits one_minus_sqrt_half = 0x3f800000u - sqrt_half;
+  static constexpr bits mantissa = 0x007fffffu;
+  static constexpr int mantissa_bits = 23;
+  static constexpr bits two_to_mantissa_bits = 0x4b000000u;  // 2^23
+  static constexpr float exponent_offset = 8388608.0f + 127.0f;
+  static constexpr float ln2_hi = 0.693145751953125f;    // 16 bits: k·ln2_hi is exact
+  static constexpr float ln2_lo = 1.42860676533018704e-06f;
+};
+template <> struct log_constants<double> {
+  using bits = std::uint64_t;
+  static constexpr bits sqrt_half = 0x3fe6a09e667f3bcdull;
+  static constexpr bits one_minus_sqrt_half = 0x3ff0000000000000ull - sqrt_half;
+  static constexpr bits mantissa = 0x000fffffffffffffull;
+  static constexpr int mantissa_bits = 52;
+  static constexpr bits two_to_mantissa_bits = 0x4330000000000000ull;  // 2^52
+  static constexpr double exponent_offset = 4503599627370496.0 + 1023.0;
+  static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 bits: k·ln2_hi is exact
+  static constexpr double ln2_lo = 1.90821492927058770002e-10;
+};
+
+// log t for a batch of positive normal finite t, on every instruction set with the same bits,
+// without a call and without an integer-to-floating conversion of 64-bit lanes (SSE2 and AVX2
+// have none; xsimd emulates it with an addition of 2^52 that -ffast-math folds away):
+// t = 2^k·m with m in [√2/2, √2) taken on the bits, f = m - 1 (exact), and
+// log t = k·ln2 + 2·atanh(s), s = f/(2 + f), |s| < 0.1716, the series 2s·(1 + s²/3 + s⁴/5 + ...)
+// to s^9 (float) or s^21 (double): its truncation is below 2^-28 (2^-56) relative. The rounding
+// of 2 + f and of the quotient make s's relative error at most 2 units of the element type;
+// measured, log t is within 2 ulp of |log t| (float: 1.95 over every 7th normal float; double:
+// 1.89 over 16 million samples of every exponent; tests/primitives/log_test.cpp). log 1 = 0
+// exactly. Lanes with t subnormal, zero,
+// infinite or NaN give unspecified values: the caller selects them away.
+template <class A, class T>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> log_normal(xsimd::batch<T, A> const& t) noexcept {
+  using batch = xsimd::batch<T, A>;
+  using c = log_constants<T>;
+  using ubatch = xsimd::batch<typename c::bits, A>;
+  // Adding 1 - √2/2 to the bits carries into the exponent exactly when m >= √2 (see above).
+  const ubatch j = smax::detail::bitcast<typename c::bits>(t) + ubatch(c::one_minus_sqrt_half);
+  const ubatch biased_k = j >> c::mantissa_bits;
+  const batch m = smax::detail::bitcast<T>((j & ubatch(c::mantissa)) + ubatch(c::sqrt_half));
+  // k from its biased value without a conversion: 2^23 (2^52) plus it, minus 2^23 (2^52) + bias.
+  // Opaque: under -ffast-math clang distributed k·ln2 over the subtraction, (2^23 + k')·ln2 -
+  // (2^23 + 127)·ln2, which cancels catastrophically.
+  const batch k = smax::detail::opaque(smax::detail::bitcast<T>(biased_k | ubatch(c::two_to_mantissa_bits)) -
+                                       batch(c::exponent_offset));
+  const batch f = m - batch(T(1));
+  const batch s = f / (batch(T(2)) + f);
+  const batch w = s * s;
+  batch p;
+  if constexpr (sizeof(T) == 4) {
+    p = smax::detail::mul_add(w, batch(T(1.0 / 9)), batch(T(1.0 / 7)));
+    p = smax::detail::mul_add(w, p, batch(T(1.0 / 5)));
+    p = smax::detail::mul_add(w, p, batch(T(1.0 / 3)));
+  } else {
+    p = smax::detail::mul_add(w, batch(T(1.0 / 21)), batch(T(1.0 / 19)));
+    for (double d : {17.0, 15.0, 13.0, 11.0, 9.0, 7.0, 5.0, 3.0}) p = smax::detail::mul_add(w, p, batch(T(1.0 / d)));
+  }
+  const batch two_s = s + s;
+  const batch log1p_f = smax::detail::mul_add(two_s, w * p, two_s);
+  return smax::detail::mul_add(k, batch(c::ln2_hi), smax::detail::mul_add(k, batch(c::ln2_lo), log1p_f));
+}
+
+// log(1 + a) for a batch of a >= 0 (+inf gives +inf; NaN unspecified): log_normal(u), u = 1 + a
+// rounded, corrected by (a - (u - 1))/u, the first-order term of the rounding of u.
+template <class A, class T>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> log1p_nonnegative(xsimd::batch<T, A> const& a) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const batch u = a + batch(T(1));
+  const batch r = log_normal<A>(u) + (a - (u - batch(T(1)))) / u;
+  return xsimd::select(u == batch(static_cast<T>(__builtin_huge_val())), u, r);
+}
+
 }  // namespace primitives
 }  // namespace smax
