@@ -57,6 +57,27 @@ function(_smax_arch_entry arch type_var flags_var)
   message(FATAL_ERROR "smax_enable_dispatch: unknown architecture '${arch}' (${names})")
 endfunction()
 
+# _smax_configure_arch_sources(<template> <prefix> <sources-var> <arch>...): configures <template>
+# into <prefix><arch>.cpp for each <arch>, with @SMAX_DISPATCH_ARCH_TYPE@ set to its xsimd type,
+# and gives each file that instruction set's flags (in the calling directory). Also used by
+# smax's tests for their primitive probe (tests/CMakeLists.txt).
+function(_smax_configure_arch_sources template prefix sources_var)
+  set(sources "")
+  foreach(arch IN LISTS ARGN)
+    _smax_arch_entry(${arch} SMAX_DISPATCH_ARCH_TYPE flags)
+    if(arch STREQUAL "avx512bw" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
+       AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 12.3)
+      list(APPEND flags -Wno-uninitialized -Wno-maybe-uninitialized)  # GCC PR 105593
+    endif()
+    set(source "${prefix}${arch}.cpp")
+    configure_file("${template}" "${source}" @ONLY)
+    set_source_files_properties("${source}" DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
+                                PROPERTIES COMPILE_OPTIONS "${flags}")
+    list(APPEND sources "${source}")
+  endforeach()
+  set(${sources_var} "${sources}" PARENT_SCOPE)
+endfunction()
+
 function(smax_enable_dispatch target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "ARCHS;DEFINITIONS")
   if(NOT arg_ARCHS)
@@ -78,20 +99,11 @@ function(smax_enable_dispatch target)
   set(library smax_dispatch_${suffix})
   if(NOT TARGET ${library})
     get_property(template GLOBAL PROPERTY SMAX_DISPATCH_TEMPLATE)
-    set(sources "")
+    _smax_configure_arch_sources("${template}" "${CMAKE_BINARY_DIR}/smax_dispatch/${suffix}/smax_dispatch_"
+                                 sources ${arg_ARCHS})
     set(definitions SMAX_DISPATCH=1)
     foreach(arch IN LISTS arg_ARCHS)
-      _smax_arch_entry(${arch} SMAX_DISPATCH_ARCH_TYPE flags)
-      if(arch STREQUAL "avx512bw" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
-         AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 12.3)
-        list(APPEND flags -Wno-uninitialized -Wno-maybe-uninitialized)  # GCC PR 105593
-      endif()
       string(TOUPPER "${arch}" ARCH)
-      set(source "${CMAKE_BINARY_DIR}/smax_dispatch/${suffix}/smax_dispatch_${arch}.cpp")
-      configure_file("${template}" "${source}" @ONLY)
-      set_source_files_properties("${source}" DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
-                                  PROPERTIES COMPILE_OPTIONS "${flags}")
-      list(APPEND sources "${source}")
       list(APPEND definitions SMAX_DISPATCH_${ARCH}=1)
     endforeach()
     # Global scope, so that every directory of the project shares the one library.
@@ -108,6 +120,9 @@ function(smax_enable_dispatch target)
     endif()
   endif()
   target_link_libraries(${target} PRIVATE ${library})
+  # The instruction sets <target> dispatches to, for whatever else is built per set for it (the
+  # tests' primitive probe).
+  set_property(TARGET ${target} PROPERTY SMAX_DISPATCH_ARCHS "${arg_ARCHS}")
   get_target_property(definitions ${library} INTERFACE_COMPILE_DEFINITIONS)
   target_compile_definitions(${target} PUBLIC ${definitions})
 endfunction()

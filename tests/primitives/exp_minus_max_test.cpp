@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "primitive_probe.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -57,8 +58,8 @@ std::vector<T> row_between(T lo, T hi, T max, unsigned seed) {
 template <class C, class T>
 std::size_t count_differences(std::vector<T> const& x, T max, difference_error form) {
   std::vector<T> expected(x.size()), got(x.size());
-  C::table::exp_minus_max(x.data(), expected.data(), x.size(), max, difference_error::two_sum);
-  C::table::exp_minus_max(x.data(), got.data(), x.size(), max, form);
+  probe_of<C>::exp_minus_max(x.data(), expected.data(), x.size(), max, difference_error::two_sum);
+  probe_of<C>::exp_minus_max(x.data(), got.data(), x.size(), max, form);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < x.size(); ++i) differ += got[i] != expected[i];
   return differ;
@@ -95,7 +96,7 @@ TYPED_TEST(exp_minus_max_test, outside_their_conditions_the_short_forms_differ) 
   EXPECT_GT((count_differences<TypeParam>(x, max, difference_error::max_larger)), 0u);
   EXPECT_GT((count_differences<TypeParam>(x, max, difference_error::dropped)), 0u);
   std::vector<T> y(x.size());
-  TypeParam::table::exp_minus_max(x.data(), y.data(), x.size(), max, difference_error::two_sum);
+  probe_of<TypeParam>::exp_minus_max(x.data(), y.data(), x.size(), max, difference_error::two_sum);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const long double r = std::exp(static_cast<long double>(x[i]) - static_cast<long double>(max));
     EXPECT_LE(std::fabs(static_cast<long double>(y[i]) - r) / r,
@@ -124,7 +125,7 @@ TYPED_TEST(exp_minus_max_test, power_of_two_shift_against_long_double) {
       x.push_back(quiet_nan<T>);
       x.push_back(static_cast<T>(static_cast<double>(max) - 2000.0 * static_cast<double>(t)));
       std::vector<T> y(x.size());
-      TypeParam::table::exp_minus_shift(x.data(), y.data(), x.size(), max, t);
+      probe_of<TypeParam>::exp_minus_shift(x.data(), y.data(), x.size(), max, t);
       EXPECT_GE(y[0], T(1)) << max;  // exp(max/T - σ) is in [1, 2)
       EXPECT_LT(y[0], T(2)) << max;
       const std::size_t n = x.size();

@@ -1,11 +1,10 @@
 // expm1 (primitives/expm1.hpp) on every compiled instruction set: every float in
 // [-40, 88.37] within 2 ulp, sampled doubles within 2 ulp, and the special values.
 
-#include <smax/kernels/softpick.hpp>
-
 #include <cstdint>
 #include <cstring>
 
+#include "primitive_probe.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -21,9 +20,6 @@ TYPED_TEST_SUITE(expm1_float_test, compiled::floats, config_names);
 template <class C>
 class expm1_double_test : public ::testing::Test {};
 TYPED_TEST_SUITE(expm1_double_test, compiled::doubles, config_names);
-
-template <class C>
-using table_of = smax::kernels::softpick_table<typename C::arch>;
 
 // ulp of the real number r in the format of T (normal range).
 template <class T>
@@ -41,7 +37,7 @@ TYPED_TEST(expm1_test, special_values) {
   const std::vector<T> x = {-infinity<T>, quiet_nan<T>, T(0), T(-1000), -big, T(-40), T(-41),
                             T(1e-30), T(-1e-30), sub, T(1e-7), T(-1e-7)};
   std::vector<T> y(x.size());
-  table_of<TypeParam>::expm1(x.data(), y.data(), x.size());
+  probe_of<TypeParam>::expm1(x.data(), y.data(), x.size());
   EXPECT_EQ(y[0], T(-1));
   EXPECT_TRUE(std::isnan(y[1]));
   EXPECT_EQ(y[2], T(0));
@@ -78,7 +74,7 @@ TYPED_TEST(expm1_float_test, within_two_ulp_on_a_dense_sweep) {
         std::memcpy(&v, &bits, 4);
         x[n] = sign * v;
       }
-      table_of<TypeParam>::expm1(x.data(), y.data(), n);
+      probe_of<TypeParam>::expm1(x.data(), y.data(), n);
       for (std::size_t i = 0; i < n; ++i) {
         const double r = std::expm1(static_cast<double>(x[i]));
         const double err = std::fabs(static_cast<double>(y[i]) - r) / ulp_of<float>(r);
@@ -106,7 +102,7 @@ TYPED_TEST(expm1_double_test, within_two_ulp_sampled) {
   for (int rep = 0; rep < 10; ++rep) {
     for (std::size_t i = 0; i < x.size(); ++i)
       x[i] = i % 4 == 3 ? upper(rng) : std::copysign(std::exp2(log_magnitude(rng)), sign(rng));
-    table_of<TypeParam>::expm1(x.data(), y.data(), x.size());
+    probe_of<TypeParam>::expm1(x.data(), y.data(), x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
       const long double r = std::expm1(static_cast<long double>(x[i]));
       const double err = static_cast<double>(std::fabs(y[i] - r) / ulp_of<double>(static_cast<double>(r)));

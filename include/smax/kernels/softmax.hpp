@@ -13,7 +13,6 @@
 #include <cstddef>
 
 #include "../config.hpp"
-#include "../primitives/log.hpp"
 #include "softmax_backward.hpp"
 #include "softmax_online.hpp"
 #include "softmax_three_pass.hpp"
@@ -60,25 +59,6 @@ struct softmax_table {
                             double* sum) noexcept;
   static void online_reduce(const double* x, std::size_t n, double temperature, double* max,
                             double* sum) noexcept;
-  // y = exp(x) elementwise for x <= 0 (the softmax-domain exp, primitives/exp.hpp): exposed so
-  // its accuracy can be checked on every instruction set.
-  static void exp_nonpositive(const float* x, float* y, std::size_t n) noexcept;
-  static void exp_nonpositive(const double* x, double* y, std::size_t n) noexcept;
-  // y = exp(x - max) with the rounding error of x - max recovered in the given form
-  // (primitives::difference_error): exposed so that each form can be checked against TwoSum.
-  static void exp_minus_max(const float* x, float* y, std::size_t n, float max,
-                            primitives::difference_error form) noexcept;
-  static void exp_minus_max(const double* x, double* y, std::size_t n, double max,
-                            primitives::difference_error form) noexcept;
-  // y = exp(x/T - j·ln2), j = floor(max/T·log2e) (primitives::exp_minus_shift; the scaled form
-  // for T != 1, which needs an FMA: without one T is taken as 1): exposed so that it can be
-  // checked on every instruction set.
-  static void exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept;
-  static void exp_minus_shift(const double* x, double* y, std::size_t n, double max,
-                              double temperature) noexcept;
-  // y[i] = log s[i] by primitives::log_of_sum (float log-softmax's log of the sum): exposed so
-  // that it can be checked on every instruction set (the compiler may contract its products).
-  static void log_of_sum(const double* s, double* y, std::size_t n) noexcept;
   // Pass 2 for one chunk, given the state of the whole row.
   static void online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                unsigned flags, float max, double sum) noexcept;
@@ -243,71 +223,8 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     online_normalize_row<A, T, false>(x, y, n, s, p);
 }
 
-template <class A, class T>
-inline void exp_nonpositive(const T* x, T* y, std::size_t n) noexcept {
-  using batch = xsimd::batch<T, A>;
-  primitives::map<A>(x, y, n, [](batch const& v) { return primitives::exp_nonpositive(v); });
-}
-
-template <class A, class T>
-inline void exp_minus_max(const T* x, T* y, std::size_t n, T max,
-                          primitives::difference_error form) noexcept {
-  using primitives::difference_error;
-  auto run = [&](auto const& e) { primitives::map<A>(x, y, n, e); };
-  switch (form) {
-    case difference_error::max_larger:
-      return run(primitives::exp_minus_max<A, T, false, difference_error::max_larger>(max, T(1)));
-    case difference_error::x_larger:
-      return run(primitives::exp_minus_max<A, T, false, difference_error::x_larger>(max, T(1)));
-    case difference_error::dropped:
-      return run(primitives::exp_minus_max<A, T, false, difference_error::dropped>(max, T(1)));
-    default:
-      return run(primitives::exp_minus_max<A, T, false, difference_error::two_sum>(max, T(1)));
-  }
-}
-
-template <class A, class T>
-inline void exp_minus_shift(const T* x, T* y, std::size_t n, T max, T temperature) noexcept {
-  const T inv_t = T(1) / temperature;
-  if constexpr (primitives::has_power_of_two_shift<A, true>) {
-    if (inv_t != T(1)) return primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, true>(max, inv_t));
-  }
-  primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, false>(max, inv_t));
-}
-
 }  // namespace detail
 
-template <class A>
-void softmax_table<A>::exp_minus_shift(const float* x, float* y, std::size_t n, float max, float temperature) noexcept {
-  detail::exp_minus_shift<A>(x, y, n, max, temperature);
-}
-template <class A>
-void softmax_table<A>::exp_minus_shift(const double* x, double* y, std::size_t n, double max,
-                               double temperature) noexcept {
-  detail::exp_minus_shift<A>(x, y, n, max, temperature);
-}
-template <class A>
-void softmax_table<A>::log_of_sum(const double* s, double* y, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) y[i] = primitives::log_of_sum<A>(s[i]);
-}
-template <class A>
-void softmax_table<A>::exp_minus_max(const float* x, float* y, std::size_t n, float max,
-                             primitives::difference_error form) noexcept {
-  detail::exp_minus_max<A>(x, y, n, max, form);
-}
-template <class A>
-void softmax_table<A>::exp_minus_max(const double* x, double* y, std::size_t n, double max,
-                             primitives::difference_error form) noexcept {
-  detail::exp_minus_max<A>(x, y, n, max, form);
-}
-template <class A>
-void softmax_table<A>::exp_nonpositive(const float* x, float* y, std::size_t n) noexcept {
-  detail::exp_nonpositive<A>(x, y, n);
-}
-template <class A>
-void softmax_table<A>::exp_nonpositive(const double* x, double* y, std::size_t n) noexcept {
-  detail::exp_nonpositive<A>(x, y, n);
-}
 template <class A>
 void softmax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
                        std::size_t rows, std::size_t cols, float temperature, unsigned flags,

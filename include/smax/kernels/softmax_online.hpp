@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "../primitives/exp_minus_max.hpp"
+#include "../primitives/log.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
 #include "../primitives/stream.hpp"

@@ -483,12 +483,6 @@ inline void backward_rows(const T* x, std::size_t ldx, const T* y, std::size_t l
     backward_row<A>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, eps);
 }
 
-template <class A, class T>
-inline void expm1(const T* x, T* y, std::size_t n) noexcept {
-  using batch = xsimd::batch<T, A>;
-  primitives::map<A>(x, y, n, [](batch const& v) { return primitives::expm1(v); });
-}
-
 }  // namespace softpick_detail
 
 // The softpick kernels for one instruction set A (see table.hpp for why the members are defined
@@ -508,10 +502,6 @@ struct softpick_table {
   static void backward(const double* x, std::size_t ldx, const double* y, std::size_t ldy,
                        const double* dy, std::size_t lddy, double* dx, std::size_t lddx,
                        std::size_t rows, std::size_t cols, double eps) noexcept;
-  // y = expm1(x) elementwise (primitives/expm1.hpp), exposed so its accuracy can be checked on
-  // every instruction set.
-  static void expm1(const float* x, float* y, std::size_t n) noexcept;
-  static void expm1(const double* x, double* y, std::size_t n) noexcept;
 };
 
 template <class A>
@@ -538,14 +528,6 @@ void softpick_table<A>::backward(const double* x, std::size_t ldx, const double*
                                  std::size_t lddx, std::size_t rows, std::size_t cols,
                                  double eps) noexcept {
   softpick_detail::backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, eps);
-}
-template <class A>
-void softpick_table<A>::expm1(const float* x, float* y, std::size_t n) noexcept {
-  softpick_detail::expm1<A>(x, y, n);
-}
-template <class A>
-void softpick_table<A>::expm1(const double* x, double* y, std::size_t n) noexcept {
-  softpick_detail::expm1<A>(x, y, n);
 }
 
 }  // namespace kernels

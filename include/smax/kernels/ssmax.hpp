@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "../primitives/log.hpp"
 #include "softmax.hpp"
 
 namespace smax {
