@@ -18,6 +18,7 @@
 #include <smax/primitives/expm1.hpp>
 #include <smax/primitives/log.hpp>
 #include <smax/primitives/map_reduce.hpp>
+#include <smax/primitives/partial.hpp>
 
 namespace smax_test {
 
@@ -44,6 +45,11 @@ struct primitive_probe {
   // y = expm1(x) elementwise (primitives/expm1.hpp, softpick's term).
   static void expm1(const float* x, float* y, std::size_t n) noexcept;
   static void expm1(const double* x, double* y, std::size_t n) noexcept;
+  // y = log x for positive normal x, y = log1p(x) for x >= 0 (primitives/log.hpp, log-StableMax).
+  static void log_normal(const float* x, float* y, std::size_t n) noexcept;
+  static void log_normal(const double* x, double* y, std::size_t n) noexcept;
+  static void log1p_nonnegative(const float* x, float* y, std::size_t n) noexcept;
+  static void log1p_nonnegative(const double* x, double* y, std::size_t n) noexcept;
 };
 
 namespace probe_detail {
@@ -88,6 +94,26 @@ inline void expm1(const T* x, T* y, std::size_t n) noexcept {
   smax::primitives::map<A>(x, y, n, [](batch const& v) { return smax::primitives::expm1(v); });
 }
 
+// The tails are padded with 1 (log 1 = 0, log1p(1) = ln 2): valid arguments for both.
+template <class A, class T>
+inline void log_normal(const T* x, T* y, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  for (std::size_t i = 0; i < n; i += batch::size) {
+    const std::size_t k = n - i < batch::size ? n - i : batch::size;
+    smax::primitives::store_partial<A>(
+        y + i, k, smax::primitives::log_normal<A>(smax::primitives::load_partial<A>(x + i, k, T(1))));
+  }
+}
+template <class A, class T>
+inline void log1p_nonnegative(const T* x, T* y, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  for (std::size_t i = 0; i < n; i += batch::size) {
+    const std::size_t k = n - i < batch::size ? n - i : batch::size;
+    smax::primitives::store_partial<A>(
+        y + i, k, smax::primitives::log1p_nonnegative<A>(smax::primitives::load_partial<A>(x + i, k, T(1))));
+  }
+}
+
 }  // namespace probe_detail
 
 template <class A>
@@ -129,6 +155,23 @@ void primitive_probe<A>::expm1(const float* x, float* y, std::size_t n) noexcept
 template <class A>
 void primitive_probe<A>::expm1(const double* x, double* y, std::size_t n) noexcept {
   probe_detail::expm1<A>(x, y, n);
+}
+
+template <class A>
+void primitive_probe<A>::log_normal(const float* x, float* y, std::size_t n) noexcept {
+  probe_detail::log_normal<A>(x, y, n);
+}
+template <class A>
+void primitive_probe<A>::log_normal(const double* x, double* y, std::size_t n) noexcept {
+  probe_detail::log_normal<A>(x, y, n);
+}
+template <class A>
+void primitive_probe<A>::log1p_nonnegative(const float* x, float* y, std::size_t n) noexcept {
+  probe_detail::log1p_nonnegative<A>(x, y, n);
+}
+template <class A>
+void primitive_probe<A>::log1p_nonnegative(const double* x, double* y, std::size_t n) noexcept {
+  probe_detail::log1p_nonnegative<A>(x, y, n);
 }
 
 // The probe of a test configuration C (test_support.hpp's config<A, T>).
