@@ -59,9 +59,7 @@ void run(reader& in) {
         if (!(std::fabs(sigma) <= static_cast<long double>(big<T>)) || (sizeof(T) == 4 && a > 1e19L)) unspecified = true;
       }
       if (unspecified) continue;
-      const bool long_row = known_defects::multimax_long_row<T>(n, width<A, T>);
       for (std::size_t i = 0; i < n; ++i) {
-        if (long_row && std::isnan(yr[i]) && !std::isnan(ref[i])) continue;
         const double bound = rtol + wscale * static_cast<double>(w[i] + max_w);
         if (known_defects::multimax_bound_linearised && wscale * static_cast<double>(w[i] + max_w) > 1 && !std::isnan(ref[i]))
           continue;
