@@ -16,12 +16,15 @@
 // Bound block
 //   Types:         float, double. The parameters are rounded to the element type first (the
 //                  float kernels compute with float parameters): the bound is against that σ.
-//   Maximum error: float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
-//                  >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)²,
-//                  R = max|r_k|, bounds the rounding of σ in float (its error is at most 16u·W,
-//                  u = 2^-24) and the maximum runs over the unmasked entries. With all t = 0,
-//                  σ(x) = x exactly and the result is smax::softmax(smax::three_pass, ...)'s bit
-//                  for bit (relative error <= 1e-6). double: 1e-14 + 2^-49·(W_i + max_j W_j).
+//   Maximum error: float: relative error <= (1 + 1e-6)·e^δ_i - 1, δ_i = 2^-20·(W_i + max_j W_j),
+//                  for every output >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) +
+//                  (|t2| + |t3|)·(|x| + R)², R = max|r_k|, bounds the rounding of σ in float (its
+//                  error is at most 16u·W, u = 2^-24) and the maximum runs over the unmasked
+//                  entries. Where δ_i is small that is 1e-6 + δ_i; where it is not, the error of
+//                  σ enters through exp and is e^δ - 1, not δ (σ ~ -1e9 rounded by 64 turned an
+//                  output of 2.9e-20 into 0.042). With all t = 0, σ(x) = x exactly and the result
+//                  is smax::softmax(smax::three_pass, ...)'s bit for bit (relative error
+//                  <= 1e-6). double: (1 + 1e-14)·e^δ_i - 1, δ_i = 2^-49·(W_i + max_j W_j).
 //                  Checked by tests/multimax_test.cpp against a long-double reference on every
 //                  instruction set.
 //   Valid range:   finite x while σ stays finite (with all t = 0, [3e38, -3e38, 1e38] ->
