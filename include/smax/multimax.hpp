@@ -27,9 +27,12 @@
 //                  <= 1e-6). double: (1 + 1e-14)·e^δ_i - 1, δ_i = 2^-49·(W_i + max_j W_j).
 //                  Checked by tests/multimax_test.cpp against a long-double reference on every
 //                  instruction set.
-//   Valid range:   finite x while σ stays finite (with all t = 0, [3e38, -3e38, 1e38] ->
-//                  [1, 0, 0]); the quadratic terms overflow for |x - r| beyond about 1e19
-//                  (float), where the result is unspecified (a NaN row or the limit).
+//   Valid range:   finite x while σ's terms stay finite: M(x) = |x| + |t0|·relu(r0 - x) +
+//                  |t1|·relu(x - r1) + |t2|·relu(r2 - x)² + |t3|·relu(x - r3)² at most the
+//                  largest finite value, so that no partial sum of σ overflows (with all t = 0,
+//                  [3e38, -3e38, 1e38] -> [1, 0, 0]). Beyond, the result is unspecified (a NaN
+//                  row or the limit): the quadratic terms for |x - r| beyond about 1e19 (float),
+//                  and t0 = 1.5 at x = -DBL_MAX, where σ = 9e307 but t0·relu(r0 - x) overflows.
 //   Bad input:     n = 0 does nothing. -inf entries are masked after the modulation (never
 //                  σ(-inf)): output exactly 0, excluded from every reduction. A row of only -inf,
 //                  any NaN or +inf gives a NaN row (there is no zero-row mode). Parameters that
