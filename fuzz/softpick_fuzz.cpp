@@ -22,9 +22,7 @@ template <class T>
 void check_forward_row(const T* x, const T* y, std::size_t n, double eps) {
   if (n == 0) return;
   const auto ref = smax::reference::softpick(x, n, static_cast<long double>(eps));
-  const bool skip = known_defects::double_softpick_large_max<T>(row_max(x, n));
   for (std::size_t i = 0; i < n; ++i) {
-    if (skip && !std::isnan(ref[i])) continue;
     if (!close(y[i], ref[i], rtol<T>, std::numeric_limits<T>::min(), true))
       fail(x, n, i, y[i], ref[i], rtol<T>, "softpick out of bound");
   }
