@@ -23,7 +23,7 @@ void run(reader& in) {
   const std::vector<T> x = decode_rows<T>(in, s.rows, s.cols, s.ld, canary<T>);
   const std::vector<T> dy = decode_gradient<T>(in, s.rows, s.cols, s.ld);
   const bool plain = how & 2;  // sigmoid itself (b = 0)
-  // The bias as the kernel receives it (known_defects::sigmoid_attention_bias_is_rounded).
+  // The bias as the kernel receives it (sigmoid.hpp's bound: -ln seq_len in double, rounded to T).
   const T bias = plain ? T(0) : static_cast<T>(smax::api::sigmoid_attention_family::bias(opts, s.cols));
 
   for_each_arch([&](auto arch) {

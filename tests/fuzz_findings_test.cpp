@@ -1,13 +1,13 @@
-// Regression tests for what the differential fuzzers (fuzz/) found outside the defects already
-// filed in issue 11 §4, one test per finding, on every compiled instruction set. Those that still
-// fail are disabled (GoogleTest reports them as disabled) until their fix lands: enable the test
-// and delete the matching entry of fuzz/known_defects.hpp together. Three pass since the §4 fixes
-// (online n = 1, softpick's backward bound with a large eps, SSMax with λ·max overflowing) and
-// run; their known_defects entries are still to be deleted.
+// Regression tests for what the differential fuzzers (fuzz/) found, one test per finding, on
+// every compiled instruction set. Those that still fail are disabled (GoogleTest reports them as
+// disabled) until their fix lands: enable the test and delete the matching entry of
+// fuzz/known_defects.hpp together.
 
 #include <smax/smax.hpp>
+#include <smax/reference/multimax.hpp>
 #include <smax/reference/softpick.hpp>
 #include <smax/reference/ssmax.hpp>
+#include <smax/online.hpp>
 
 #include "test_support.hpp"
 
@@ -32,23 +32,118 @@ TYPED_TEST(fuzz_findings, online_single_element_is_exact) {
     }
 }
 
+// The online state (reduce two chunks, merge, normalise each) of row x against the reference.
+template <class C, class T>
+void expect_online_state_matches(std::vector<T> const& x, T t, bool log) {
+  const std::size_t n = x.size(), cut = n / 3;
+  using table = typename C::table;
+  smax::online_state<T> a, b;
+  table::online_reduce(x.data(), cut, t, &a.max, &a.sum);
+  table::online_reduce(x.data() + cut, n - cut, t, &b.max, &b.sum);
+  const smax::softmax_options opts{static_cast<double>(t), false};
+  const smax::online_state<T> s = smax::merge(b, a, opts);
+  std::vector<T> y(n);
+  const unsigned flags = log ? smax::kernels::flag_log : 0u;
+  table::online_normalize(x.data(), y.data(), cut, t, flags, s.max, s.sum);
+  table::online_normalize(x.data() + cut, y.data() + cut, n - cut, t, flags, s.max, s.sum);
+  const auto ref = smax::reference::softmax(x.data(), n, log, {static_cast<long double>(t), false});
+  // The bound of matches_reference (softmax.hpp's).
+  long double m = -HUGE_VALL;
+  for (T v : x) m = v > m ? v : m;
+  const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : 1e-14;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double spread = static_cast<double>((m - x[i]) / t);
+    if (log)
+      EXPECT_TRUE(matches(y[i], ref[i], 0.0, eps * (std::fabs(static_cast<double>(ref[i])) + 1 + std::log(double(n))), i, false));
+    else
+      EXPECT_TRUE(matches(y[i], ref[i], softmax_rtol<T> + eps * (std::isfinite(spread) ? spread : 0.0),
+                          std::numeric_limits<T>::min(), i));
+  }
+}
+
 // A temperature whose reciprocal is subnormal (T > 1/FLT_MIN), a masked entry, and a call of 1024
 // elements or more (the flush-to-zero guard): softmax([0.5 x1023, -inf], T = 3e38) was NaN on
-// AVX-512 and AVX2+FMA.
-TYPED_TEST(fuzz_findings, DISABLED_subnormal_inverse_temperature_with_a_mask) {
+// AVX-512 and AVX2+FMA (float since the §4 fixes; double T = 1e308 still was: 2/T, subnormal,
+// was flushed to 0 and -inf·0 made the row NaN). Also the online state of [0 x64] at T = T_MAX
+// (double was NaN through log_softmax's online state).
+TYPED_TEST(fuzz_findings, subnormal_inverse_temperature_with_a_mask) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  const T t = sizeof(T) == 4 ? T(3e38) : T(1e308);
-  for (std::size_t n : {std::size_t(1024), std::size_t(1765)}) {
-    std::vector<T> x(n, T(0.5));
-    x[n - 1] = -infinity<T>;
-    for (auto a : all_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, false, x, t))) << "n = " << n;
+  for (T t : {sizeof(T) == 4 ? T(3e38) : T(1e308), std::numeric_limits<T>::max()}) {
+    for (std::size_t n : {std::size_t(1024), std::size_t(1765)}) {
+      std::vector<T> x(n, T(0.5));
+      x[n - 1] = -infinity<T>;
+      x[n / 2] = -std::numeric_limits<T>::max();
+      for (auto a : all_algorithms)
+        for (bool log : {false, true}) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n << ", T = " << t;
+    }
+    for (bool log : {false, true}) {
+      expect_online_state_matches<TypeParam>(std::vector<T>(64, T(0)), t, log);
+      std::vector<T> x(1100, T(-3));
+      x[7] = -infinity<T>;
+      x[500] = std::numeric_limits<T>::max();
+      expect_online_state_matches<TypeParam>(x, t, log);
+    }
+  }
+}
+
+// A temperature so small that 1/T overflows (T < 1/FLT_MAX, still finite and > 0, so valid) gave
+// NaN (x - m = 0 times 1/T = inf): double T = 2.67e-315 on 15 entries near 0. The result is not
+// always one-hot: entries a few subnormal steps below the maximum have (x - m)/T of order 1.
+TYPED_TEST(fuzz_findings, inverse_temperature_overflows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T t = sizeof(T) == 4 ? T(1e-39) : T(2.67e-315);
+  const T step = std::numeric_limits<T>::denorm_min();
+  for (std::size_t n : {std::size_t(1), std::size_t(15), std::size_t(100), std::size_t(1500)}) {
+    std::vector<T> near_zero(n), subnormal_steps(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      near_zero[i] = T(1e-3) * T(i % 17);
+      subnormal_steps[i] = step * T(i % 9);
+    }
+    if (n > 3) near_zero[2] = subnormal_steps[3] = -infinity<T>;
+    for (auto const& x : {near_zero, subnormal_steps})
+      for (auto a : all_algorithms)
+        for (bool log : {false, true}) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n;
+    if (n > 1)
+      for (bool log : {false, true}) {
+        expect_online_state_matches<TypeParam>(near_zero, t, log);
+        expect_online_state_matches<TypeParam>(subnormal_steps, t, log);
+      }
+    // Backward (1/T overflowing made a masked entry's 0·inf NaN): masked entries get exactly 0
+    // (log: dy/T), the rest the reference's value, within the bound or both beyond T's range.
+    for (bool log : {false, true}) {
+      const auto& x = subnormal_steps;
+      std::vector<T> y(n), dy(n), dx(n);
+      // Gradients small enough that dy/T stays finite, large enough that no product is subnormal.
+      for (std::size_t i = 0; i < n; ++i) dy[i] = (sizeof(T) == 4 ? T(1e-30) : T(1e-300)) * T(1 + i % 5);
+      forward<TypeParam>(algorithm_id::three_pass, log, x.data(), y.data(), n, t);
+      TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, t, log ? smax::kernels::flag_log : 0u);
+      std::vector<long double> yl(y.begin(), y.end()), dyl(dy.begin(), dy.end());
+      const auto ref = smax::reference::backward(yl, dyl, log, {static_cast<long double>(t), false});
+      long double second = 0;
+      for (std::size_t i = 0; i < n; ++i) second += std::fabs(log ? dyl[i] : dyl[i] * yl[i]);
+      const double eps = sizeof(T) == 4 ? 0x1p-23 : 0x1p-52;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!log && x[i] == -infinity<T>) {
+          EXPECT_EQ(dx[i], T(0)) << "at " << i;
+        }
+        const long double t1 = log ? std::fabs(dyl[i]) / t : std::fabs(yl[i] * dyl[i]) / t;
+        const long double t2 = (log ? std::exp(yl[i]) : std::fabs(yl[i])) * second / t;
+        const long double bound = 16 * eps * (t1 + t2) + std::numeric_limits<T>::min();
+        if (std::fabs(ref[i]) > std::numeric_limits<T>::max())
+          EXPECT_TRUE(std::isinf(dx[i]) || std::fabs(dx[i] - ref[i]) <= bound) << "at " << i;
+        else
+          EXPECT_LE(std::fabs(dx[i] - ref[i]), bound) << "at " << i << (log ? ", log" : "");
+      }
+    }
   }
 }
 
 // double softpick passed its 1e-14 relative bound for row maxima from about 300:
-// [0, 460.78125, 0] with eps = 1e30 gave 1.55e-14 (2.0e-14 at 599).
-TYPED_TEST(fuzz_findings, DISABLED_softpick_large_maximum_within_bound) {
+// [0, 460.78125, 0] with eps = 1e30 gave 1.55e-14 (2.0e-14 at 599): the row constant
+// c = e^(K·ln2 - m), which scales eps, took K·ln2 with ln2 rounded to one double.
+TYPED_TEST(fuzz_findings, softpick_large_maximum_within_bound) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const double rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
@@ -115,19 +210,150 @@ TYPED_TEST(fuzz_findings, ssmax_lambda_times_max_overflows) {
 }
 
 // double SSMax with a tiny λ on large entries: λ = 1e-30·ln 1000, 95 copies of 1e38 with one at
-// nextafter(1e38, 0) gave 1.76e-11 relative error, bound 1e-14 + |x - m|·|λ|·2^-51.
-TYPED_TEST(fuzz_findings, DISABLED_ssmax_tiny_lambda_on_large_entries) {
+// nextafter(1e38, 0) gave 1.76e-11 relative error, bound 1e-14 + |x - m|·|λ|·2^-51. The error was
+// the reference's: exp(λ·x_i - max λ·x) carried the rounding of λ·x_i (|λ·x|·2^-64) into every
+// output; it now scales the difference, λ·(x_i - m). λ = 1e-25 on the same row was 2.8e-7 off.
+TYPED_TEST(fuzz_findings, ssmax_tiny_lambda_on_large_entries) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   std::vector<T> x(95, T(1e38)), y(95);
   x[60] = std::nextafter(T(1e38), T(0));
+  for (double s : {1e-30, 1e-25 / std::log(1000.0), 1e-35}) {
+    smax::ssmax_options o;
+    o.s = s;
+    o.n = 1000;
+    smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), 95, y.data(), 95, 1, 95, o,
+                                     smax::api::algorithm_choice::automatic);
+    const long double lambda = s * std::log(1000.0L);
+    const auto ref = smax::reference::ssmax(x.data(), 95, lambda);
+    // The header's bound; λ's own rounding (to double, then T) is relative to λ here (b = 0).
+    const double d = static_cast<double>(std::fabs(static_cast<long double>(x[0]) - x[60]));
+    const double bound = (sizeof(T) == 4 ? 1e-6 + d * std::fabs((double)lambda) * 0x1p-22
+                                         : 1e-14 + d * std::fabs((double)lambda) * 0x1p-51);
+    for (std::size_t i = 0; i < 95; ++i) EXPECT_TRUE(matches(y[i], ref[i], bound, 0, i)) << "s = " << s;
+  }
+}
+
+// A huge scale (SSMax's λ, softmax's 1/T) on a row of zeros and subnormals in a call of 1024
+// elements or more: the flush-to-zero guard flushed differences x - m below the smallest normal
+// number, and λ·(x - m) lost them (double, s = 1e300: 1.6e-10 relative, bound 1e-14).
+TYPED_TEST(fuzz_findings, huge_scale_keeps_subnormal_differences) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t n = 1302;
+  std::vector<T> x(n), y(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::numeric_limits<T>::min() / T(8) * T(i % 7);
   smax::ssmax_options o;
-  o.s = 1e-30;
-  o.n = 1000;
-  smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), 95, y.data(), 95, 1, 95, o, smax::api::algorithm_choice::automatic);
-  const long double lambda = 1e-30L * std::log(1000.0L);
-  const auto ref = smax::reference::ssmax(x.data(), 95, lambda);
-  for (std::size_t i = 0; i < 95; ++i) EXPECT_TRUE(matches(y[i], ref[i], sizeof(T) == 4 ? 1e-6 : 1e-14, 0, i));
+  o.s = sizeof(T) == 4 ? 1e33 : 1e300;
+  o.n = 18;
+  smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), n, y.data(), n, 1, n, o,
+                                   smax::api::algorithm_choice::automatic);
+  const long double lambda = o.s * std::log(18.0L);
+  const auto ref = smax::reference::ssmax(x.data(), n, lambda);
+  // The header's bound: |x_i - m|·|λ|·2^-22 (2^-51) and λ's rounding are below 1e-8 here.
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_TRUE(matches(y[i], ref[i], sizeof(T) == 4 ? 1.01e-6 : 1.01e-14, std::numeric_limits<T>::min(), i));
+  const T t = static_cast<T>(1 / lambda);
+  for (auto a : all_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, false, x, t)));
+}
+
+// MultiMax's bound was stated linearised, 1e-6 + δ_i with δ_i = 2^-20·(W_i + max W): float,
+// t = r = (-1000 x4), entries near 0 (σ ~ -1e9, rounded by 64) turned an output of 2.9e-20 into
+// 0.042, far beyond δ_i. The rounding of σ passes through exp: the bound is (1 + 1e-6)·e^δ_i - 1
+// (multimax.hpp). Here that is vacuous for the small outputs (e^δ overflows), so the test also
+// holds the row to the contract: finite, within [0, 1], summing to 1.
+TYPED_TEST(fuzz_findings, multimax_bound_through_exp) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  smax::kernels::multimax_parameters<T> p{};
+  smax::reference::multimax_parameters q;
+  for (int k = 0; k < 4; ++k) p.t[k] = p.r[k] = T(-1000), q.t[k] = q.r[k] = -1000;
+  const std::size_t n = 37;
+  std::vector<T> x(n), y(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = T(1e-5) * T(i % 11) - T(2e-5) * T(i % 3);
+  smax::kernels::multimax_table<typename TypeParam::arch>::forward(x.data(), n, y.data(), n, 1, n, p);
+  const auto ref = smax::reference::multimax(x.data(), n, q);
+  const double wscale = sizeof(T) == 4 ? 0x1p-20 : 0x1p-49, rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
+  std::vector<long double> w(n);
+  long double max_w = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const long double a = std::fabs(static_cast<long double>(x[i])) + 1000;
+    w[i] = 2001 * a + 2000 * a * a;
+    max_w = std::max(max_w, w[i]);
+  }
+  long double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(y[i]) && y[i] >= T(0) && y[i] <= T(1)) << "at " << i << ": " << y[i];
+    sum += y[i];
+    const double bound = (1 + rtol) * std::exp(wscale * static_cast<double>(w[i] + max_w)) - 1;
+    EXPECT_TRUE(matches(y[i], ref[i], bound, std::numeric_limits<T>::min(), i));
+  }
+  EXPECT_NEAR(static_cast<double>(sum), 1.0, sizeof(T) == 4 ? 1e-5 : 1e-13);
+}
+
+// The blocked three-pass form (the automatic choice for rows over 16 KiB), double, with max/T
+// overflowing: T = 1e-300 on 1624 entries of about ±1e36 was NaN. Ties of the maximum in both
+// blocks, a block of only negative entries, and masks.
+TYPED_TEST(fuzz_findings, blocked_three_pass_max_over_t_overflows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T t = sizeof(T) == 4 ? T(1e-30) : T(1e-300);
+  for (std::size_t n : {std::size_t(1624), std::size_t(5000)}) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      std::vector<T> x(n);
+      for (std::size_t i = 0; i < n; ++i) x[i] = (i % 3 == 0 ? T(-1) : T(1)) * T(1e36) * (T(1) + T(i % 97) * T(1e-3));
+      if (pattern == 1)
+        for (std::size_t i = 0; i < n / 2; ++i) x[i] = -std::fabs(x[i]);
+      if (pattern == 2) x[5] = x[n - 3] = -infinity<T>;
+      x[n - 1] = x[n / 3] = T(2e36);
+      for (bool log : {false, true})
+        for (auto a : {algorithm_id::automatic, algorithm_id::blocked_three_pass, algorithm_id::online})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n << ", pattern " << pattern;
+    }
+  }
+}
+
+// log_stablemax_backward's bound is against the VJP at the z it is given (stablemax.hpp): the
+// StableMax fuzzer's first run found double rows of entries near ±1e37 (3389 of them) where dx,
+// from the kernel's own z, was 3.6e-15 relative from the VJP at the exact z, over 16ε: z's own
+// error, 1e-14·(|z| + 1 + log n), enters exp(z)·Σdy. Against the VJP at the given z, within 16ε.
+TYPED_TEST(fuzz_findings, stablemax_backward_at_the_given_output) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::stablemax_table<typename TypeParam::arch>;
+  const double eps = sizeof(T) == 4 ? 0x1p-23 : 0x1p-52;
+  // The second row is like the fuzzer's second finding (2803 entries near ±4e19, gradients up to
+  // 1e30): Σdy was summed sequentially, its rounding growing with n (3.7e-15 of dx, over 16ε).
+  for (int row = 0; row < 2; ++row) {
+  const std::size_t n = row == 0 ? 3389 : 2803;
+  const auto x = row == 0 ? random_row<T>(n, 1e38, 0, 11) : random_row<T>(n, 1e20, 0, 13);
+  auto dy = row == 0 ? random_row<T>(n, 4, 0, 12) : random_row<T>(n, 2e30, 0, 14);
+  if (row == 1)
+    for (std::size_t i = 0; i < n; i += 3) dy[i] *= T(1e-20);
+  for (bool log : {false, true}) {
+    std::vector<T> y(n), dx(n);
+    table::forward(x.data(), n, y.data(), n, 1, n, log);
+    table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, log);
+    std::vector<long double> p(n);
+    long double dot = 0, total = 0, weighted = 0, abs_total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] = log ? std::exp(static_cast<long double>(y[i])) : static_cast<long double>(y[i]);
+      dot += p[i] * dy[i];
+      total += dy[i];
+      weighted += p[i] * std::fabs(static_cast<long double>(dy[i]));
+      abs_total += std::fabs(static_cast<long double>(dy[i]));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const long double g = 1 / (1 + std::fabs(static_cast<long double>(x[i])));
+      const long double d = dy[i];
+      const long double want = log ? g * (d - p[i] * total) : g * p[i] * (d - dot);
+      const long double bound =
+          16 * eps * g * (log ? std::fabs(d) + p[i] * abs_total : p[i] * std::fabs(d) + p[i] * weighted) +
+          std::numeric_limits<T>::min();
+      EXPECT_LE(std::fabs(dx[i] - want), bound) << "at " << i << (log ? ", log" : "") << ", row " << row;
+    }
+  }
+  }
 }
 
 }  // namespace

@@ -16,17 +16,23 @@
 // Bound block
 //   Types:         float, double. The parameters are rounded to the element type first (the
 //                  float kernels compute with float parameters): the bound is against that σ.
-//   Maximum error: float: relative error <= 1e-6 + 2^-20·(W_i + max_j W_j) for every output
-//                  >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) + (|t2| + |t3|)·(|x| + R)²,
-//                  R = max|r_k|, bounds the rounding of σ in float (its error is at most 16u·W,
-//                  u = 2^-24) and the maximum runs over the unmasked entries. With all t = 0,
-//                  σ(x) = x exactly and the result is smax::softmax(smax::three_pass, ...)'s bit
-//                  for bit (relative error <= 1e-6). double: 1e-14 + 2^-49·(W_i + max_j W_j).
+//   Maximum error: float: relative error <= (1 + 1e-6)·e^δ_i - 1, δ_i = 2^-20·(W_i + max_j W_j),
+//                  for every output >= FLT_MIN, where W(x) = (1 + |t0| + |t1|)·(|x| + R) +
+//                  (|t2| + |t3|)·(|x| + R)², R = max|r_k|, bounds the rounding of σ in float (its
+//                  error is at most 16u·W, u = 2^-24) and the maximum runs over the unmasked
+//                  entries. Where δ_i is small that is 1e-6 + δ_i; where it is not, the error of
+//                  σ enters through exp and is e^δ - 1, not δ (σ ~ -1e9 rounded by 64 turned an
+//                  output of 2.9e-20 into 0.042). With all t = 0, σ(x) = x exactly and the result
+//                  is smax::softmax(smax::three_pass, ...)'s bit for bit (relative error
+//                  <= 1e-6). double: (1 + 1e-14)·e^δ_i - 1, δ_i = 2^-49·(W_i + max_j W_j).
 //                  Checked by tests/multimax_test.cpp against a long-double reference on every
 //                  instruction set.
-//   Valid range:   finite x while σ stays finite (with all t = 0, [3e38, -3e38, 1e38] ->
-//                  [1, 0, 0]); the quadratic terms overflow for |x - r| beyond about 1e19
-//                  (float), where the result is unspecified (a NaN row or the limit).
+//   Valid range:   finite x while σ's terms stay finite: M(x) = |x| + |t0|·relu(r0 - x) +
+//                  |t1|·relu(x - r1) + |t2|·relu(r2 - x)² + |t3|·relu(x - r3)² at most the
+//                  largest finite value, so that no partial sum of σ overflows (with all t = 0,
+//                  [3e38, -3e38, 1e38] -> [1, 0, 0]). Beyond, the result is unspecified (a NaN
+//                  row or the limit): the quadratic terms for |x - r| beyond about 1e19 (float),
+//                  and t0 = 1.5 at x = -DBL_MAX, where σ = 9e307 but t0·relu(r0 - x) overflows.
 //   Bad input:     n = 0 does nothing. -inf entries are masked after the modulation (never
 //                  σ(-inf)): output exactly 0, excluded from every reduction. A row of only -inf,
 //                  any NaN or +inf gives a NaN row (there is no zero-row mode). Parameters that

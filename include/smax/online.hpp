@@ -95,8 +95,13 @@ inline online_state<T> merge(online_state<T> const& a, online_state<T> const& b,
   const double inv_t = 1.0 / opts.temperature, half_max = 0.5 * static_cast<double>(max);
   online_state<T> s;
   s.max = max;
-  s.sum = a.sum * std::exp((0.5 * static_cast<double>(a.max) - half_max) * inv_t * 2.0) +
-          b.sum * std::exp((0.5 * static_cast<double>(b.max) - half_max) * inv_t * 2.0);
+  // Where 1/T overflows double (T < 1/DBL_MAX), the difference is divided by T instead (0·inf at
+  // the maximum would be NaN); m - M overflows then only where (m - M)/T does.
+  auto ratio = [&](T m) {
+    if (__builtin_isinf(inv_t)) return std::exp((static_cast<double>(m) - static_cast<double>(max)) / opts.temperature);
+    return std::exp((0.5 * static_cast<double>(m) - half_max) * inv_t * 2.0);
+  };
+  s.sum = a.sum * ratio(a.max) + b.sum * ratio(b.max);
   return s;
 }
 

@@ -364,6 +364,7 @@ struct multimax_rows {
   multimax_parameters<T> const& p;
 
   bool in_registers() const noexcept { return true; }
+  std::size_t flush_elements(std::size_t elements) const noexcept { return elements; }
   template <class B>
   SMAX_ALWAYS_INLINE void row_in_registers(const T* x, T* y, std::size_t n) const noexcept {
     multimax_short_row<B>(x, y, n, p);

@@ -17,7 +17,8 @@
 // streaming stores are chosen by the last pass of a long row (primitives::should_stream).
 //
 // A policy P for element type T provides
-//   static constexpr bool flush_subnormals;
+//   static constexpr bool flush_subnormals;             // whether it has flush_elements
+//   std::size_t flush_elements(std::size_t elements) const;  // the guard's count, 0: no flush
 //   static constexpr bool register_kernels;             // whether it has the next three
 //   bool in_registers() const;                          // short rows take the register kernels
 //   template <class B> void row_in_registers(const T* x, T* y, std::size_t n) const;
@@ -102,7 +103,9 @@ template <class A, class T, class Policy>
 SMAX_ALWAYS_INLINE void drive_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                    std::size_t rows, std::size_t cols, Policy const& policy) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
-  [[maybe_unused]] const flush_guard<A, Policy::flush_subnormals> ftz(rows * cols);
+  std::size_t flush_elements = 0;
+  if constexpr (Policy::flush_subnormals) flush_elements = policy.flush_elements(rows * cols);
+  [[maybe_unused]] const flush_guard<A, Policy::flush_subnormals> ftz(flush_elements);
   if constexpr (Policy::register_kernels) {
     if (cols <= 4 * width && policy.in_registers()) {
       if (cols <= width)

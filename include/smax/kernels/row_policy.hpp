@@ -19,6 +19,9 @@ struct row_params {
   T inv_temperature;      // 1/T, finite and > 0 (checked by the caller)
   bool log;               // log-softmax instead of softmax
   bool zero_masked_rows;  // an all -inf row gives 0 (-inf for log) instead of NaN
+  // Nonzero only for a temperature whose reciprocal overflows T (T < 1/FLT_MAX): the scale is a
+  // division by this T, and only wide_range_row takes such rows (inv_temperature is then 1).
+  T divisor = 0;
   // Elements from this row's start to the next row's, 0 for the last row: a batched kernel
   // prefetches the next row while its exp pass keeps the core busy.
   std::size_t next_row = 0;
@@ -102,6 +105,14 @@ inline bool finish_special_row(T max, bool has_nan, T* y, std::size_t n,
   return false;
 }
 
+// The largest scale 1/T (or λ) under which the flush-to-zero guard (row_driver.hpp) may flush: it flushes intermediate
+// results too, and a difference x - max below the smallest normal number (both near it) lost to 0
+// costs the output s·(x - max) relative, up to s·FLT_MIN, which must stay negligible (2^-60).
+// Calls with a larger scale keep subnormal results (SSMax, s = 1e300, on zeros and subnormals:
+// 1.6e-10 relative error under the guard, against a bound of 1e-14).
+template <class T>
+constexpr T flush_max_scale = sizeof(T) == 4 ? T(0x1p66) : T(0x1p962);
+
 // Calls f(z) with z(v) = (v - max)·(1/T) - log_sum for a batch v. For T > 1, x - max can overflow
 // where (x - max)/T is finite (log-softmax of [3e38, -3e38] at T = 3.7): the difference is then
 // taken of halves, fma(x, 1/2, -max/2) (one rounding, as x - max: halving is exact), and scaled
@@ -134,26 +145,32 @@ inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
 
 // 1/T below this (T above 1e36 for float, 1e305 for double) lets exp((x - max)/T) be nonzero for
 // an x - max beyond the largest finite value, which the vector kernels' difference overflows
-// to -inf: such calls take wide_range_row.
+// to -inf: such calls take wide_range_row. So do calls whose 1/T overflows (T below 1/FLT_MAX,
+// 1/DBL_MAX: row_params::divisor), where (x - max)·(1/T) would be 0·inf at the maximum.
 template <class T>
 constexpr T wide_range_inv_temperature = T(1024) / std::numeric_limits<T>::max();
 
 // A row at such a temperature, in scalar code: x - max in double (float rows) or as
 // x/2 - max/2 (double rows, scaled by 2/T), the exponentials and the sum in double. A rare path
-// (T > 1e36) that needs no speed.
+// (T > 1e36, or T < 3e-39) that needs no speed. For double rows 2/T is formed as (1/T)·2^61 and
+// the difference taken 2^-60 times (both exact): 2/T itself can be subnormal (T > 9e307), which a
+// flush-to-zero mode would make 0 (and a masked entry's -inf·0 NaN). Where 1/T overflows, the
+// difference is divided by T: x - max then overflows only where (x - max)/T does.
 template <class A, class T>
-inline double wide_range_difference(T x, T max, T inv_t) noexcept {
+inline double wide_range_difference(T x, T max, T inv_t, T divisor = 0) noexcept {
+  if (divisor != T(0)) return (static_cast<double>(x) - static_cast<double>(max)) / static_cast<double>(divisor);
   if (sizeof(T) == 4) return (static_cast<double>(x) - static_cast<double>(max)) * static_cast<double>(inv_t);
-  return (static_cast<double>(x) * 0.5 - static_cast<double>(max) * 0.5) * (2.0 * static_cast<double>(inv_t));
+  return ((static_cast<double>(x) * 0.5 - static_cast<double>(max) * 0.5) * 0x1p-60) *
+         (static_cast<double>(inv_t) * 0x1p61);
 }
 
 // Sum of exp((x - max)/T) over the row (masked entries give 0); max finite. Compensated
 // (Neumaier), so that its error does not grow with n.
 template <class A, class T>
-inline double wide_range_sum(const T* x, std::size_t n, T max, T inv_t) noexcept {
+inline double wide_range_sum(const T* x, std::size_t n, T max, T inv_t, T divisor = 0) noexcept {
   double sum = 0.0, error = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double e = ::exp(wide_range_difference<A>(x[i], max, inv_t));
+    const double e = ::exp(wide_range_difference<A>(x[i], max, inv_t, divisor));
     const double t = sum + e;
     error += __builtin_fabs(sum) >= e ? (sum - t) + e : (e - t) + sum;
     sum = t;
@@ -178,7 +195,7 @@ inline void wide_range_normalize(const T* x, T* y, std::size_t n, T max, double 
                                  row_params<T> const& p) noexcept {
   const double log_sum = ::log(sum);
   for (std::size_t i = 0; i < n; ++i) {
-    const double d = wide_range_difference<A>(x[i], max, p.inv_temperature);
+    const double d = wide_range_difference<A>(x[i], max, p.inv_temperature, p.divisor);
     y[i] = static_cast<T>(p.log ? d - log_sum : ::exp(d) / sum);
   }
 }
@@ -191,7 +208,7 @@ inline void wide_range_row(const T* x, T* y, std::size_t n, row_params<T> const&
     y[0] = p.log ? T(0) : T(1);
     return;
   }
-  wide_range_normalize<A>(x, y, n, max, wide_range_sum<A>(x, n, max, p.inv_temperature), p);
+  wide_range_normalize<A>(x, y, n, max, wide_range_sum<A>(x, n, max, p.inv_temperature, p.divisor), p);
 }
 
 }  // namespace kernels

@@ -87,6 +87,10 @@ struct softmax_rows {
   row_kernel kernel;
 
   bool in_registers() const noexcept { return registers; }
+  // No flush beyond flush_max_scale (row_policy.hpp): subnormal differences x - max would count.
+  std::size_t flush_elements(std::size_t elements) const noexcept {
+    return params.inv_temperature <= flush_max_scale<T> ? elements : 0;
+  }
   template <class B>
   SMAX_ALWAYS_INLINE void row_in_registers(const T* x, T* y, std::size_t n) const noexcept {
     short_row<B, T, Scaled>(x, y, n, params);
@@ -161,6 +165,12 @@ inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
       fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;
   }
+  if (inv_temperature == T(__builtin_huge_val())) {  // T < 1/FLT_MAX: rare, scalar (divides by T)
+    row_params<T> p{T(1), (flags & flag_log) != 0, (flags & flag_zero_masked_rows) != 0};
+    p.divisor = temperature;
+    for (std::size_t r = 0; r < rows; ++r) wide_range_row<A>(x + r * ldx, y + r * ldy, cols, p);
+    return;
+  }
   // Decided on T, not on 1/T, so the choice does not wait for the division.
   forward_rows_scaled<A>(x, ldx, y, ldy, rows, cols, inv_temperature, temperature != T(1), flags,
                          algorithm);
@@ -176,6 +186,11 @@ inline void backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t 
     return;
   }
   const T inv_t = T(1) / temperature;
+  if (inv_t == T(__builtin_huge_val())) {  // T < 1/FLT_MAX: rare, scalar (divides by T)
+    for (std::size_t r = 0; r < rows; ++r)
+      backward_row_dividing<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols, temperature, (flags & flag_log) != 0);
+    return;
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     if (flags & flag_log)
       log_softmax_backward_row<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols, inv_t);
@@ -193,10 +208,13 @@ inline void online_reduce(const T* x, std::size_t n, T temperature, T* max,
     return;
   }
   const T inv_t = T(1) / temperature;
-  if (inv_t < wide_range_inv_temperature<T>) {  // as forward_rows_scaled
+  const bool inverse_overflows = inv_t == T(__builtin_huge_val());
+  if (inv_t < wide_range_inv_temperature<T> || inverse_overflows) {  // as forward_rows_scaled
     const T m = wide_range_max<A>(x, n);
     *max = m;
-    *sum = m > -T(__builtin_huge_val()) && m < T(__builtin_huge_val()) ? wide_range_sum<A>(x, n, m, inv_t) : 0.0;
+    *sum = m > -T(__builtin_huge_val()) && m < T(__builtin_huge_val())
+               ? wide_range_sum<A>(x, n, m, inverse_overflows ? T(1) : inv_t, inverse_overflows ? temperature : T(0))
+               : 0.0;
     return;
   }
   const online_partial<T> s = inv_t != T(1) ? online_reduce_row<A, T, true>(x, n, inv_t)
@@ -215,6 +233,12 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     return;
   }
   if (finish_special_row<A>(max, primitives::is_nan(max), y, n, p)) return;
+  if (p.inv_temperature == T(__builtin_huge_val())) {  // T < 1/FLT_MAX: divides by T
+    row_params<T> q = p;
+    q.inv_temperature = T(1);
+    q.divisor = temperature;
+    return wide_range_normalize<A>(x, y, n, max, sum, q);
+  }
   if (p.inv_temperature < wide_range_inv_temperature<T>) return wide_range_normalize<A>(x, y, n, max, sum, p);
   const online_partial<T> s{max, sum};
   if (p.inv_temperature != T(1))

@@ -3,6 +3,8 @@
 // dx = (1/T)·y ⊙ (dy - <dy, y>), log-softmax dx = (dy - exp(z)·sum(dy))/T. Two sweeps, no exp for
 // softmax; one exp per element for log-softmax (recomputing p = exp(z) from its output).
 
+#include <cmath>
+
 #include "../primitives/exp.hpp"
 #include "../primitives/map_reduce.hpp"
 
@@ -32,6 +34,21 @@ inline void log_softmax_backward_row(const T* z, const T* dy, T* dx, std::size_t
   primitives::zip_map<A>(z, dy, dx, n, [&](batch const& a, batch const& b) {
     return smax::detail::neg_mul_add(primitives::exp_nonpositive(a), s, b) * inv;
   });
+}
+
+// Both passes for a temperature whose reciprocal overflows T (T < 1/FLT_MAX), in scalar double
+// code dividing by T: with 1/T = inf a masked entry's 0·inf would be NaN. A rare path.
+template <class A, class T>
+inline void backward_row_dividing(const T* y, const T* dy, T* dx, std::size_t n, T temperature,
+                                  bool log) noexcept {
+  double acc = 0.0;
+  for (std::size_t i = 0; i < n; ++i)
+    acc += log ? static_cast<double>(dy[i]) : static_cast<double>(y[i]) * static_cast<double>(dy[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = log ? static_cast<double>(dy[i]) - ::exp(static_cast<double>(y[i])) * acc
+                         : static_cast<double>(y[i]) * (static_cast<double>(dy[i]) - acc);
+    dx[i] = static_cast<T>(v / static_cast<double>(temperature));
+  }
 }
 
 }  // namespace kernels

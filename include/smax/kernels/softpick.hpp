@@ -116,7 +116,11 @@ inline plan<T> make_plan(T max, T min) noexcept {
   }
   p.k = k_of<A>(max);
   p.scale = pow2_neg<A, T>(p.k);
-  const double t = p.k * 0.69314718055994530942 - static_cast<double>(max);
+  // K·ln2 in two parts (fdlibm's split: ln2_hi has 32 bits, so K·ln2_hi is exact and, within a
+  // factor of 2 of max, so is its difference with max): with ln2 rounded to one double, t was off
+  // by K·2.3e-17 and c with it (2e-14 relative at m = 599, double rows beyond their 1e-14).
+  constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  const double t = (p.k * ln2_hi - static_cast<double>(max)) + p.k * ln2_lo;
   if constexpr (sizeof(T) == 4)
     p.c = exp_reduced_scalar<A>(t);
   else
