@@ -20,12 +20,13 @@ namespace smax_bench {
 
 // Row lengths of the suite (one row per call), and the batches: 4096×1024, and short attention
 // rows (16, 64, 256 columns, 256K elements each, so the batch stays in L2).
-inline const std::vector<std::size_t> row_lengths = {16,     64,     256,     1000,    4096,
-                                                     32768,  262144, 1048576, 4194304, 16777216};
+inline const std::vector<std::size_t> row_lengths = {16,    64,     256,     1000,    4096,
+                                                     32768, 262144, 1048576, 4194304, 16777216};
 struct batch_shape {
   std::size_t rows, cols;
 };
-inline const std::vector<batch_shape> batch_shapes = {{4096, 1024}, {16384, 16}, {4096, 64}, {1024, 256}};
+inline const std::vector<batch_shape> batch_shapes = {
+    {4096, 1024}, {16384, 16}, {4096, 64}, {1024, 256}};
 
 // The last-level cache as the system reports it (L3, else L2; 0 if it does not say).
 inline std::size_t reported_last_level_cache_bytes() {
@@ -129,7 +130,8 @@ inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t
     b.advance();
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
   state.counters["max_error"] = err;
   state.counters["from_memory"] = from_memory(elements) ? 1 : 0;
 }
@@ -138,11 +140,12 @@ inline void run_benchmark(benchmark::State& state, std::size_t rows, std::size_t
 // every batch shape.
 // make(rows, cols) returns the kernel (so setup such as oneDNN's primitive is not timed).
 inline void register_family(const std::string& family, const std::string& implementation, bool log,
-                            std::function<kernel(std::size_t, std::size_t)> make, bool batch = true) {
+                            std::function<kernel(std::size_t, std::size_t)> make,
+                            bool batch = true) {
   auto add = [=](std::size_t rows, std::size_t cols, const std::string& label) {
-    register_benchmark(family + "/" + implementation + "/" + label,
-                       [=](benchmark::State& state) { run_benchmark(state, rows, cols, log, make(rows, cols)); })
-        ->Unit(benchmark::kMicrosecond);
+    register_benchmark(family + "/" + implementation + "/" + label, [=](benchmark::State& state) {
+      run_benchmark(state, rows, cols, log, make(rows, cols));
+    })->Unit(benchmark::kMicrosecond);
   };
   for (std::size_t n : row_lengths) add(1, n, std::to_string(n));
   if (batch)
@@ -153,7 +156,8 @@ inline void register_family(const std::string& family, const std::string& implem
 // Latency: single rows, each call's input depending on the previous call's output (x[0] is
 // rewritten from the last output, to the same value), so calls cannot overlap: the time an
 // attention row waits for its softmax. Names: <family>_latency/<implementation>/<n>.
-inline const std::vector<std::size_t> latency_lengths = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+inline const std::vector<std::size_t> latency_lengths = {16,  32,   64,   128, 256,
+                                                         512, 1024, 2048, 4096};
 
 inline void run_latency(benchmark::State& state, std::size_t n, bool log, kernel const& run) {
   buffers b(n, false);
@@ -189,7 +193,8 @@ inline void register_latency(const std::string& family, const std::string& imple
 // error of y against a double reference (the benchmark fails if it exceeds max_error), and is
 // timed at the same row lengths as softmax, so `softmax/smax/n` and `<family>/smax/n` compare
 // directly.
-using checker = std::function<double(const float* x, const float* y, std::size_t rows, std::size_t cols)>;
+using checker =
+    std::function<double(const float* x, const float* y, std::size_t rows, std::size_t cols)>;
 
 inline void run_variant(benchmark::State& state, std::size_t rows, std::size_t cols,
                         kernel const& run, checker const& check, double max_error) {
@@ -208,14 +213,16 @@ inline void run_variant(benchmark::State& state, std::size_t rows, std::size_t c
     b.advance();
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * elements * 2 * sizeof(float)));
   state.counters["max_error"] = err;
   state.counters["from_memory"] = from_memory(elements) ? 1 : 0;
 }
 
 inline void register_variant(const std::string& family, const std::string& implementation,
                              std::function<kernel(std::size_t, std::size_t)> make, checker check,
-                             double max_error, std::vector<std::size_t> const& lengths = row_lengths,
+                             double max_error,
+                             std::vector<std::size_t> const& lengths = row_lengths,
                              bool batch = true) {
   auto add = [=](std::size_t rows, std::size_t cols, const std::string& label) {
     register_benchmark(family + "/" + implementation + "/" + label, [=](benchmark::State& state) {

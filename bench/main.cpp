@@ -32,35 +32,49 @@ namespace {
 // here is listed as undocumented.
 const std::map<std::string, std::string>& implementation_descriptions() {
   static const std::map<std::string, std::string> d = {
-      {"smax", "smax's header-only API, untagged (the algorithm is chosen by n), compiled for this "
-               "machine (-march=native): the instruction set in the header"},
-      {"smax_three_pass", "smax, header-only, with the three-pass algorithm forced (softmax, log_softmax, "
-                          "softpick)"},
+      {"smax",
+       "smax's header-only API, untagged (the algorithm is chosen by n), compiled for this "
+       "machine (-march=native): the instruction set in the header"},
+      {"smax_three_pass",
+       "smax, header-only, with the three-pass algorithm forced (softmax, log_softmax, "
+       "softpick)"},
       {"smax_online", "smax, header-only, with the online (one-pass max and sum) algorithm forced"},
-      {"smax_two_pass", "smax, header-only, with the two-pass algorithm (Dukhan & Ablavatski) forced"},
-      {"smax_avx2", "smax's AVX2+FMA kernels from the runtime-dispatch tables: what a CPU without "
-                    "AVX-512 runs"},
-      {"smax_sort", "sparsemax with its threshold found by a small sort (the automatic choice for short rows)"},
+      {"smax_two_pass",
+       "smax, header-only, with the two-pass algorithm (Dukhan & Ablavatski) forced"},
+      {"smax_avx2",
+       "smax's AVX2+FMA kernels from the runtime-dispatch tables: what a CPU without "
+       "AVX-512 runs"},
+      {"smax_sort",
+       "sparsemax with its threshold found by a small sort (the automatic choice for short rows)"},
       {"smax_pivot", "sparsemax with Condat's pivot method forced (never the automatic choice)"},
-      {"smax_filter", "sparsemax with the filter method forced: entries above a lower bound of tau, "
-                      "then Michelot's method (the automatic choice from 128 elements)"},
-      {"smax_stream", "sparsemax with the first two passes fused forced (the automatic choice for "
-                      "rows of 2 MiB and more)"},
-      {"onednn", "oneDNN's softmax_v2 (softmax_accurate, or softmax_log), one thread, its ISA capped to "
-                 "this build's vector width"},
+      {"smax_filter",
+       "sparsemax with the filter method forced: entries above a lower bound of tau, "
+       "then Michelot's method (the automatic choice from 128 elements)"},
+      {"smax_stream",
+       "sparsemax with the first two passes fused forced (the automatic choice for "
+       "rows of 2 MiB and more)"},
+      {"onednn",
+       "oneDNN's softmax_v2 (softmax_accurate, or softmax_log), one thread, its ISA capped to "
+       "this build's vector width"},
       {"xnnpack", "XNNPACK's softmax operator, one thread (it has no log-softmax)"},
       {"eigen", "an Eigen 3.4 expression: exp(x - max) / sum, vectorised by Eigen"},
-      {"fast_math", "a plain C++ loop compiled with -ffast-math (vectorised expf from libmvec): the "
-                    "loop a user would write"},
-      {"scalar_reference", "smax::reference, scalar with long-double sums: the tests' ground truth, "
-                           "for scale (slow)"},
-      {"softmax_anchor", "smax::softmax_rows on the same rows (multimax): multimax/smax over this is the "
-                         "cost of the modulation"},
-      {"softmax_smax", "smax::softmax_rows on the same rows (softpick): the yardstick for softpick's cost"},
+      {"fast_math",
+       "a plain C++ loop compiled with -ffast-math (vectorised expf from libmvec): the "
+       "loop a user would write"},
+      {"scalar_reference",
+       "smax::reference, scalar with long-double sums: the tests' ground truth, "
+       "for scale (slow)"},
+      {"softmax_anchor",
+       "smax::softmax_rows on the same rows (multimax): multimax/smax over this is the "
+       "cost of the modulation"},
+      {"softmax_smax",
+       "smax::softmax_rows on the same rows (softpick): the yardstick for softpick's cost"},
       {"naive_scalar", "softpick as its reference code writes it: e^(x-m) - e^-m, scalar"},
       {"sort", "sparsemax as deep-spin/entmax computes it: sort, prefix sum, threshold (scalar)"},
       {"scalar_libm", "sigmoid as 1/(1 + exp(-x)) with libm, scalar"},
-      {"copy", "roof: a streaming copy (read n, write n), what memory allows a one-pass kernel out of cache"},
+      {"copy",
+       "roof: a streaming copy (read n, write n), what memory allows a one-pass kernel out of "
+       "cache"},
       {"sum", "roof: a read-only sum, what memory allows a pass that only reads"},
   };
   return d;
@@ -68,30 +82,39 @@ const std::map<std::string, std::string>& implementation_descriptions() {
 
 void print_help() {
   std::printf(
-      "smax_bench: smax's kernels beside other implementations, one thread, float32 rows U[-8, 8].\n"
+      "smax_bench: smax's kernels beside other implementations, one thread, float32 rows U[-8, "
+      "8].\n"
       "\n"
       "Names: family/implementation/n, or family/implementation/ROWSxCOLS for a batch of rows.\n"
       "  family          softmax, log_softmax, sparsemax, softpick, multimax, ssmax, sigmoid,\n"
-      "                  sigmoid_attention; <family>_latency (single rows, each call's input waiting\n"
+      "                  sigmoid_attention; <family>_latency (single rows, each call's input "
+      "waiting\n"
       "                  for the previous call's output: latency, not throughput); roof (memory).\n"
       "  n               elements per row; a batch runs ROWS rows of COLS in one call.\n"
       "  Select with --benchmark_filter=<regex>, e.g. '^softmax/(smax|onednn)/4096$'.\n"
       "\n"
       "Columns: Time and CPU are per call; items_per_second is elements per second (the tables in\n"
       "results.md give Gelem/s); bytes_per_second counts reading x and writing y.\n"
-      "  max_error    the largest error of the implementation's output on the benchmark's own input,\n"
-      "               against a double reference, measured once before timing: relative per output\n"
+      "  max_error    the largest error of the implementation's output on the benchmark's own "
+      "input,\n"
+      "               against a double reference, measured once before timing: relative per "
+      "output\n"
       "               for softmax and the normalising families, absolute for log_softmax and\n"
       "               sparsemax. Each benchmark has a gate (1e-3 for every softmax / log_softmax\n"
-      "               implementation, the documented bound for smax's other families); above it the\n"
-      "               benchmark is not timed and reports 'wrong result: error E' (e.g. a float sum of\n"
+      "               implementation, the documented bound for smax's other families); above it "
+      "the\n"
+      "               benchmark is not timed and reports 'wrong result: error E' (e.g. a float sum "
+      "of\n"
       "               16M elements drifts past 1e-3 in some anchors).\n"
-      "  from_memory  1: the data (%zu MiB last-level cache assumed, the reported %zu MiB clamped to\n"
-      "               [4, 32]) is bigger than a quarter of it, so calls rotate through buffers twice\n"
+      "  from_memory  1: the data (%zu MiB last-level cache assumed, the reported %zu MiB clamped "
+      "to\n"
+      "               [4, 32]) is bigger than a quarter of it, so calls rotate through buffers "
+      "twice\n"
       "               its size and read from memory (cold); 0: the data stays in cache (warm).\n"
       "\n"
       "Implementations in this build:\n",
-      smax_bench::last_level_cache_bytes() >> 20, smax_bench::reported_last_level_cache_bytes() >> 20);
+      smax_bench::last_level_cache_bytes() >> 20,
+      smax_bench::reported_last_level_cache_bytes() >> 20);
   std::map<std::string, std::set<std::string>> families_of;
   for (const std::string& name : smax_bench::registered_names()) {
     const auto first = name.find('/'), last = name.rfind('/');
@@ -103,12 +126,14 @@ void print_help() {
     std::string in;
     for (const auto& f : families) in += (in.empty() ? "" : ", ") + f;
     std::printf("  %-17s %s\n  %-17s (in %s)\n", implementation.c_str(),
-                found != implementation_descriptions().end() ? found->second.c_str()
-                                                             : "(undocumented: describe it in bench/main.cpp)",
+                found != implementation_descriptions().end()
+                    ? found->second.c_str()
+                    : "(undocumented: describe it in bench/main.cpp)",
                 "", in.c_str());
   }
   std::printf(
-      "\nbench/run_bench.sh runs a quick subset (--full: everything) and writes results.{json,md,png}.\n"
+      "\nbench/run_bench.sh runs a quick subset (--full: everything) and writes "
+      "results.{json,md,png}.\n"
       "\nGoogle Benchmark's flags:\n");
   benchmark::PrintDefaultHelp();
 }
@@ -144,10 +169,10 @@ void add_machine_context() {
 #if defined(SMAX_DISPATCH)
   benchmark::AddCustomContext("smax_runtime_arch", smax::runtime::arch_name());
 #endif
-  benchmark::AddCustomContext(
-      "caches", "L1d " + size_text(sysconf(_SC_LEVEL1_DCACHE_SIZE)) + ", L2 " +
-                    size_text(sysconf(_SC_LEVEL2_CACHE_SIZE)) + ", L3 " + size_text(sysconf(_SC_LEVEL3_CACHE_SIZE)) +
-                    " (as reported; a VM may report the host's)");
+  benchmark::AddCustomContext("caches", "L1d " + size_text(sysconf(_SC_LEVEL1_DCACHE_SIZE)) +
+                                            ", L2 " + size_text(sysconf(_SC_LEVEL2_CACHE_SIZE)) +
+                                            ", L3 " + size_text(sysconf(_SC_LEVEL3_CACHE_SIZE)) +
+                                            " (as reported; a VM may report the host's)");
   benchmark::AddCustomContext("smax_last_level_cache_bytes",
                               std::to_string(smax_bench::last_level_cache_bytes()));
 }
@@ -183,7 +208,7 @@ auto run_failed(const R& run, long) -> decltype(run.skipped, bool()) {  // Googl
 
 // The console reporter, with each failed benchmark reported once and progress on stderr.
 class progress_reporter : public benchmark::ConsoleReporter {
-public:
+ public:
   progress_reporter(OutputOptions options, std::size_t total)
       : ConsoleReporter(options), total_(total), start_(std::chrono::steady_clock::now()) {}
 
@@ -202,17 +227,19 @@ public:
     show_progress();
   }
 
-private:
+ private:
   // "[12/140 benchmarks, 35 s, about 6 min left]": on a terminal one line, rewritten after each
   // benchmark; otherwise a line every 10 benchmarks. The estimate is the mean time so far.
   void show_progress() {
     const std::size_t done = done_.size();
     if (total_ < done || done == total_) return;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double left = elapsed / done * (total_ - done);
     if (!tty_ && done % 10 != 0) return;
-    std::fprintf(stderr, "[%zu/%zu benchmarks, %.0f s, about %.0f %s left]%s", done, total_, elapsed,
-                 left >= 120 ? left / 60 : left, left >= 120 ? "min" : "s", tty_ ? "" : "\n");
+    std::fprintf(stderr, "[%zu/%zu benchmarks, %.0f s, about %.0f %s left]%s", done, total_,
+                 elapsed, left >= 120 ? left / 60 : left, left >= 120 ? "min" : "s",
+                 tty_ ? "" : "\n");
     std::fflush(stderr);
   }
 
@@ -232,7 +259,8 @@ int main(int argc, char** argv) {
     }
   bool console = true;
   for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "--benchmark_format=", 19) == 0 && std::strcmp(argv[i] + 19, "console") != 0)
+    if (std::strncmp(argv[i], "--benchmark_format=", 19) == 0 &&
+        std::strcmp(argv[i] + 19, "console") != 0)
       console = false;
   benchmark::Initialize(&argc, argv, print_help);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

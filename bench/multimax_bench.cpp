@@ -23,7 +23,8 @@ smax::multimax_options bench_options() {
 
 double sigma(double x, smax::multimax_options const& o) {
   auto relu = [](double u) { return u > 0 ? u : 0.0; };
-  const double b0 = relu(o.r[0] - x), a1 = relu(x - o.r[1]), b2 = relu(o.r[2] - x), a3 = relu(x - o.r[3]);
+  const double b0 = relu(o.r[0] - x), a1 = relu(x - o.r[1]), b2 = relu(o.r[2] - x),
+               a3 = relu(x - o.r[3]);
   return x + o.t[0] * b0 + o.t[1] * a1 + o.t[2] * b2 * b2 + o.t[3] * a3 * a3;
 }
 

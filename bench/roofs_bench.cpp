@@ -31,10 +31,12 @@ void sum_roof(benchmark::State& state, std::size_t n) {
 
 const bool registered = [] {
   for (std::size_t n : {std::size_t(4194304), std::size_t(16777216)}) {
-    register_benchmark("roof/copy/" + std::to_string(n), [n](benchmark::State& s) { copy_roof(s, n); })
-        ->Unit(benchmark::kMicrosecond);
-    register_benchmark("roof/sum/" + std::to_string(n), [n](benchmark::State& s) { sum_roof(s, n); })
-        ->Unit(benchmark::kMicrosecond);
+    register_benchmark("roof/copy/" + std::to_string(n), [n](benchmark::State& s) {
+      copy_roof(s, n);
+    })->Unit(benchmark::kMicrosecond);
+    register_benchmark("roof/sum/" + std::to_string(n), [n](benchmark::State& s) {
+      sum_roof(s, n);
+    })->Unit(benchmark::kMicrosecond);
   }
   return true;
 }();

@@ -28,8 +28,8 @@ template <class Arch>
 kernel smax_arch_kernel(std::size_t rows, std::size_t cols, bool log) {
   return [=](const float* x, float* y) {
     smax::kernels::softmax_table<Arch>::forward(x, cols, y, cols, rows, cols, 1.0f,
-                                        log ? smax::kernels::flag_log : 0u,
-                                        smax::kernels::algorithm_id::automatic);
+                                                log ? smax::kernels::flag_log : 0u,
+                                                smax::kernels::algorithm_id::automatic);
   };
 }
 
@@ -48,12 +48,16 @@ void register_softmax_family(const std::string& family, bool log) {
   };
   register_family(family, "smax", log, smax_header_only);
   register_latency(family, "smax", log, smax_header_only);
-  register_family(family, "smax_three_pass", log,
-                  [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::three_pass, log); }, false);
-  register_family(family, "smax_online", log,
-                  [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::online, log); }, false);
-  register_family(family, "smax_two_pass", log,
-                  [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::two_pass, log); }, false);
+  register_family(
+      family, "smax_three_pass", log,
+      [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::three_pass, log); },
+      false);
+  register_family(
+      family, "smax_online", log,
+      [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::online, log); }, false);
+  register_family(
+      family, "smax_two_pass", log,
+      [=](std::size_t r, std::size_t c) { return smax_kernel(r, c, smax::two_pass, log); }, false);
 #if defined(SMAX_DISPATCH_AVX2)
   if (smax::detail::arch_available<xsimd::fma3<xsimd::avx2>>()) {
     const auto smax_avx2 = [=](std::size_t r, std::size_t c) {

@@ -76,7 +76,8 @@ kernel smax_kernel(std::size_t rows, std::size_t cols, smax::kernels::softpick_a
     if (a == smax::kernels::softpick_algorithm::automatic)
       smax::softpick_rows(x, y, rows, cols, cols);
     else
-      smax::kernels::softpick_table<xsimd::default_arch>::forward(x, cols, y, cols, rows, cols, 1e-8, a);
+      smax::kernels::softpick_table<xsimd::default_arch>::forward(x, cols, y, cols, rows, cols,
+                                                                  1e-8, a);
   };
 }
 
@@ -99,25 +100,32 @@ const bool registered = [] {
   using smax::kernels::softpick_algorithm;
   // smax's bound is 1e-6 (softpick.hpp); the naive form's cancellation near x = 0 costs it
   // about 3 digits on these rows, so it is checked to 1e-2 only.
-  register_variant("softpick", "smax",
-                   [](std::size_t r, std::size_t c) { return smax_kernel(r, c, softpick_algorithm::automatic); },
-                   check_softpick, 1e-6, lengths);
-  register_variant("softpick", "smax_three_pass",
-                   [](std::size_t r, std::size_t c) { return smax_kernel(r, c, softpick_algorithm::three_pass); },
-                   check_softpick, 1e-6, lengths, false);
-  register_variant("softpick", "smax_online",
-                   [](std::size_t r, std::size_t c) { return smax_kernel(r, c, softpick_algorithm::online); },
-                   check_softpick, 1e-6, lengths, false);
-  register_variant("softpick", "naive_scalar",
-                   [](std::size_t r, std::size_t c) -> kernel {
-                     return [=](const float* x, float* y) { naive_softpick(x, y, r, c); };
-                   },
-                   check_softpick, 1e-2, lengths, false);
-  register_variant("softpick", "softmax_smax",
-                   [](std::size_t r, std::size_t c) -> kernel {
-                     return [=](const float* x, float* y) { smax::softmax_rows(x, y, r, c, c); };
-                   },
-                   check_softmax, 1e-6, lengths, false);
+  register_variant(
+      "softpick", "smax",
+      [](std::size_t r, std::size_t c) { return smax_kernel(r, c, softpick_algorithm::automatic); },
+      check_softpick, 1e-6, lengths);
+  register_variant(
+      "softpick", "smax_three_pass",
+      [](std::size_t r, std::size_t c) {
+        return smax_kernel(r, c, softpick_algorithm::three_pass);
+      },
+      check_softpick, 1e-6, lengths, false);
+  register_variant(
+      "softpick", "smax_online",
+      [](std::size_t r, std::size_t c) { return smax_kernel(r, c, softpick_algorithm::online); },
+      check_softpick, 1e-6, lengths, false);
+  register_variant(
+      "softpick", "naive_scalar",
+      [](std::size_t r, std::size_t c) -> kernel {
+        return [=](const float* x, float* y) { naive_softpick(x, y, r, c); };
+      },
+      check_softpick, 1e-2, lengths, false);
+  register_variant(
+      "softpick", "softmax_smax",
+      [](std::size_t r, std::size_t c) -> kernel {
+        return [=](const float* x, float* y) { smax::softmax_rows(x, y, r, c, c); };
+      },
+      check_softmax, 1e-6, lengths, false);
   return true;
 }();
 

@@ -17,7 +17,8 @@ namespace {
 using namespace smax_bench;
 
 const std::vector<std::size_t> lengths = {64, 1000, 4096, 32768, 1048576};
-const std::vector<std::size_t> algorithm_lengths = {8, 16, 32, 64, 128, 256, 512, 1000, 4096, 32768, 262144, 1048576};
+const std::vector<std::size_t> algorithm_lengths = {8,   16,   32,   64,    128,    256,
+                                                    512, 1000, 4096, 32768, 262144, 1048576};
 
 // Largest absolute error of y against a double sort-based sparsemax of each row.
 double check(const float* x, const float* y, std::size_t rows, std::size_t cols) {
@@ -99,7 +100,8 @@ void register_sparsemax() {
         "sparsemax", name,
         [a](std::size_t rows, std::size_t cols) -> kernel {
           return [=](const float* x, float* y) {
-            smax::kernels::sparsemax_table<xsimd::default_arch>::forward(x, cols, y, cols, rows, cols, a);
+            smax::kernels::sparsemax_table<xsimd::default_arch>::forward(x, cols, y, cols, rows,
+                                                                         cols, a);
           };
         },
         check, smax_max_error, algorithm_lengths, false);

@@ -29,12 +29,12 @@ double ssmax_error(const float* x, const float* y, std::size_t rows, std::size_t
 }
 
 const bool registered = [] {
-  register_variant(
-      "ssmax", "smax",
-      [](std::size_t r, std::size_t c) -> kernel {
-        return [=](const float* x, float* y) { smax::ssmax_rows(x, y, r, c, c, {0.43}); };
-      },
-      ssmax_error, 1e-5, {64, 1000, 4096, 32768, 1048576});
+  register_variant("ssmax", "smax",
+                   [](std::size_t r, std::size_t c) -> kernel {
+                     return
+                         [=](const float* x, float* y) { smax::ssmax_rows(x, y, r, c, c, {0.43}); };
+                   },
+                   ssmax_error, 1e-5, {64, 1000, 4096, 32768, 1048576});
   return true;
 }();
 

@@ -12,7 +12,9 @@ namespace {
 
 using namespace smax_bench;
 
-double stablemax_s(double x) { return x >= 0 ? x + 1 : 1 / (1 - x); }
+double stablemax_s(double x) {
+  return x >= 0 ? x + 1 : 1 / (1 - x);
+}
 
 // Largest relative error (log: absolute) against the definition in double.
 template <bool Log>
@@ -32,18 +34,17 @@ double stablemax_error(const float* x, const float* y, std::size_t rows, std::si
 }
 
 const bool registered = [] {
-  register_variant(
-      "stablemax", "smax",
-      [](std::size_t r, std::size_t c) -> kernel {
-        return [=](const float* x, float* y) { smax::stablemax_rows(x, y, r, c, c); };
-      },
-      stablemax_error<false>, 1e-5, {64, 1000, 4096, 32768, 1048576});
-  register_variant(
-      "log_stablemax", "smax",
-      [](std::size_t r, std::size_t c) -> kernel {
-        return [=](const float* x, float* y) { smax::log_stablemax_rows(x, y, r, c, c); };
-      },
-      stablemax_error<true>, 1e-4, {64, 1000, 4096, 32768, 1048576});
+  register_variant("stablemax", "smax",
+                   [](std::size_t r, std::size_t c) -> kernel {
+                     return [=](const float* x, float* y) { smax::stablemax_rows(x, y, r, c, c); };
+                   },
+                   stablemax_error<false>, 1e-5, {64, 1000, 4096, 32768, 1048576});
+  register_variant("log_stablemax", "smax",
+                   [](std::size_t r, std::size_t c) -> kernel {
+                     return
+                         [=](const float* x, float* y) { smax::log_stablemax_rows(x, y, r, c, c); };
+                   },
+                   stablemax_error<true>, 1e-4, {64, 1000, 4096, 32768, 1048576});
   return true;
 }();
 

@@ -131,9 +131,10 @@ void print_row(const char* name, const T* x, std::size_t n) {
 
 // A finding: what ran, the input row, where it went wrong; abort so libFuzzer keeps the input.
 template <class T>
-[[noreturn]] void fail(const T* x, std::size_t n, std::size_t index, double got, long double expected,
-                       double bound, const char* what) {
-  std::fprintf(stderr, "\nsmax fuzz finding: %s\n  %s\n  at %zu: got %.17g, expected %.17Lg, bound %.3g\n",
+[[noreturn]] void fail(const T* x, std::size_t n, std::size_t index, double got,
+                       long double expected, double bound, const char* what) {
+  std::fprintf(stderr,
+               "\nsmax fuzz finding: %s\n  %s\n  at %zu: got %.17g, expected %.17Lg, bound %.3g\n",
                what, current().text.c_str(), index, got, expected, bound);
   print_row("x", x, n);
   std::abort();
@@ -155,28 +156,47 @@ T special(reader& in, T max) {
   const T sub = std::numeric_limits<T>::denorm_min();
   const T tiny = std::numeric_limits<T>::min();
   switch (in.byte() % 22) {
-    case 0: return T(0);
-    case 1: return -T(0);
-    case 2: return inf<T>;
+    case 0:
+      return T(0);
+    case 1:
+      return -T(0);
+    case 2:
+      return inf<T>;
     case 3:
     case 4:
-    case 5: return -inf<T>;  // masks are the common case
-    case 6: return qnan<T>;
-    case 7: return big<T>;
-    case 8: return -big<T>;
-    case 9: return sub;
-    case 10: return -sub;
-    case 11: return tiny / 3;  // subnormal
-    case 12: return -tiny * T(0.75);
-    case 13: return tiny;
-    case 14: return T(3e38);
-    case 15: return T(-3e38);
-    case 16: return T(1e38);
+    case 5:
+      return -inf<T>;  // masks are the common case
+    case 6:
+      return qnan<T>;
+    case 7:
+      return big<T>;
+    case 8:
+      return -big<T>;
+    case 9:
+      return sub;
+    case 10:
+      return -sub;
+    case 11:
+      return tiny / 3;  // subnormal
+    case 12:
+      return -tiny * T(0.75);
+    case 13:
+      return tiny;
+    case 14:
+      return T(3e38);
+    case 15:
+      return T(-3e38);
+    case 16:
+      return T(1e38);
     case 17:
-    case 18: return std::isfinite(max) ? max : T(1);  // a tie with the maximum
-    case 19: return std::isfinite(max) ? std::nextafter(max, -inf<T>) : T(0);
-    case 20: return T(in.u16()) / T(64) - T(512);
-    default: return in.raw<T>();
+    case 18:
+      return std::isfinite(max) ? max : T(1);  // a tie with the maximum
+    case 19:
+      return std::isfinite(max) ? std::nextafter(max, -inf<T>) : T(0);
+    case 20:
+      return T(in.u16()) / T(64) - T(512);
+    default:
+      return in.raw<T>();
   }
 }
 
@@ -188,20 +208,34 @@ std::vector<T> decode_rows(reader& in, std::size_t rows, std::size_t cols, std::
   std::vector<T> x(rows * ld, pad);
   std::mt19937_64 rng(in.u32());
   const double spread = in.pick<double>({1e-7, 1e-3, 1, 2, 20, 200, 1e4, 1e20, 1e38, 6e38});
-  const double offset = in.pick<double>({0, 0, 0, 1, -1, 1000, -1000, 1e30, -1e30, 3e38, -3e38, 1e-30});
+  const double offset =
+      in.pick<double>({0, 0, 0, 1, -1, 1000, -1000, 1e30, -1e30, 3e38, -3e38, 1e-30});
   const unsigned pattern = in.byte() % 6;
-  const T constant = in.pick<T>({T(0), T(1), T(-6680), T(3.7), T(-1e30), T(1e30), T(-3e38), T(100)});
+  const T constant =
+      in.pick<T>({T(0), T(1), T(-6680), T(3.7), T(-1e30), T(1e30), T(-3e38), T(100)});
   std::uniform_real_distribution<double> u(-0.5, 0.5);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t i = 0; i < cols; ++i) {
       double v;
       switch (pattern) {
-        case 0: v = offset + spread * u(rng); break;
-        case 1: v = constant; break;
-        case 2: v = (i & 1) ? 1.0 : 0.0; break;                             // alternating
-        case 3: v = offset + std::floor(8 * u(rng)); break;                  // many ties
-        case 4: v = std::ldexp(u(rng), static_cast<int>(rng() % 60) - 40); break;  // near 0
-        default: v = offset + spread * u(rng) * u(rng) * u(rng); break;
+        case 0:
+          v = offset + spread * u(rng);
+          break;
+        case 1:
+          v = constant;
+          break;
+        case 2:
+          v = (i & 1) ? 1.0 : 0.0;
+          break;  // alternating
+        case 3:
+          v = offset + std::floor(8 * u(rng));
+          break;  // many ties
+        case 4:
+          v = std::ldexp(u(rng), static_cast<int>(rng() % 60) - 40);
+          break;  // near 0
+        default:
+          v = offset + spread * u(rng) * u(rng) * u(rng);
+          break;
       }
       T t = static_cast<T>(v);
       if (!std::isfinite(t)) t = v < 0 ? -big<T> : big<T>;  // finite unless injected
@@ -236,7 +270,8 @@ std::vector<T> decode_gradient(reader& in, std::size_t rows, std::size_t cols, s
   const double offset = in.pick<double>({0, 0, 1, -1});
   std::uniform_real_distribution<double> u(-1, 1);
   for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t i = 0; i < cols; ++i) dy[r * ld + i] = static_cast<T>(scale * (offset + u(rng)));
+    for (std::size_t i = 0; i < cols; ++i)
+      dy[r * ld + i] = static_cast<T>(scale * (offset + u(rng)));
   return dy;
 }
 
@@ -245,18 +280,28 @@ struct shape {
   std::size_t rows = 1, cols = 0, ld = 0;
   bool in_place = false;
 };
-inline shape decode_shape(reader& in, std::size_t max_cols = 4096, std::size_t max_elements = 8192) {
+inline shape decode_shape(reader& in, std::size_t max_cols = 4096,
+                          std::size_t max_elements = 8192) {
   shape s;
   const std::uint8_t f = in.byte();
   const std::uint16_t length = in.u16();
   switch (f & 3) {  // most rows short, where the vector widths and tails are
-    case 0: s.cols = length % 40; break;
-    case 1: s.cols = length % 140; break;
-    case 2: s.cols = length % (max_cols + 1); break;
-    default: s.cols = length % 300; break;
+    case 0:
+      s.cols = length % 40;
+      break;
+    case 1:
+      s.cols = length % 140;
+      break;
+    case 2:
+      s.cols = length % (max_cols + 1);
+      break;
+    default:
+      s.cols = length % 300;
+      break;
   }
   s.rows = (f & 4) ? 1 + (f >> 5) % 5 : 1;
-  if (s.cols > 0 && s.rows * s.cols > max_elements) s.rows = std::max<std::size_t>(1, max_elements / s.cols);
+  if (s.cols > 0 && s.rows * s.cols > max_elements)
+    s.rows = std::max<std::size_t>(1, max_elements / s.cols);
   s.ld = s.cols + ((f & 8) ? 1 + in.byte() % 19 : 0);
   s.in_place = (f & 16) != 0;
   return s;
@@ -299,7 +344,8 @@ struct buffers {
       for (std::size_t i = s.cols; i < s.ld; ++i) {
         const T want = s.in_place ? original[r * s.ld + i] : canary<T>;
         if (!same_bits_or_both_nan(y[r * s.ld + i], want))
-          fail(original.data(), s.cols, r * s.ld + i, y[r * s.ld + i], want, 0, "wrote into the padding between rows");
+          fail(original.data(), s.cols, r * s.ld + i, y[r * s.ld + i], want, 0,
+               "wrote into the padding between rows");
       }
     if (!s.in_place)
       for (std::size_t k = 0; k < x.size(); ++k)
@@ -353,12 +399,12 @@ double ulp(long double v) {
 
 // The libFuzzer entry of a target whose run<T>(reader&) checks one input; the input's first byte
 // picks the element type.
-#define SMAX_FUZZ_TARGET(run)                                                              \
-  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {    \
-    ::smax_fuzz::reader in(data, size);                                                   \
-    if (in.byte() & 1)                                                                    \
-      run<double>(in);                                                                    \
-    else                                                                                  \
-      run<float>(in);                                                                     \
-    return 0;                                                                             \
+#define SMAX_FUZZ_TARGET(run)                                                         \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) { \
+    ::smax_fuzz::reader in(data, size);                                               \
+    if (in.byte() & 1)                                                                \
+      run<double>(in);                                                                \
+    else                                                                              \
+      run<float>(in);                                                                 \
+    return 0;                                                                         \
   }

@@ -22,14 +22,16 @@ void run(reader& in) {
   smax::kernels::multimax_parameters<T> p{};
   smax::reference::multimax_parameters ref_p;
   for (int k = 0; k < 8; ++k) {
-    const T v = in.pick<T>({T(0), T(0), T(0.1), T(-0.1), T(0.3), T(1.5), T(-2), T(10), T(-0.01), T(1e-30), T(1e3), T(-1e3)});
+    const T v = in.pick<T>({T(0), T(0), T(0.1), T(-0.1), T(0.3), T(1.5), T(-2), T(10), T(-0.01),
+                            T(1e-30), T(1e3), T(-1e3)});
     (k < 4 ? p.t[k] : p.r[k - 4]) = v;
     (k < 4 ? ref_p.t[k] : ref_p.r[k - 4]) = v;
   }
   const std::vector<T> x = decode_rows<T>(in, s.rows, s.cols, s.ld, canary<T>);
   const std::vector<T> dy = decode_gradient<T>(in, s.rows, s.cols, s.ld);
   long double R = 0;
-  for (int k = 0; k < 4; ++k) R = std::max<long double>(R, std::fabs(static_cast<long double>(p.r[k])));
+  for (int k = 0; k < 4; ++k)
+    R = std::max<long double>(R, std::fabs(static_cast<long double>(p.r[k])));
   const long double lin = 1 + std::fabs((long double)p.t[0]) + std::fabs((long double)p.t[1]);
   const long double quad = std::fabs((long double)p.t[2]) + std::fabs((long double)p.t[3]);
   const double rtol = sizeof(T) == 4 ? 1e-6 : 1e-14, wscale = sizeof(T) == 4 ? 0x1p-20 : 0x1p-49;
@@ -37,9 +39,12 @@ void run(reader& in) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     using table = smax::kernels::multimax_table<A>;
-    describe("%s, %s, multimax, rows %zu, cols %zu, ld %zu, %s, t = (%g, %g, %g, %g), r = (%g, %g, %g, %g)", A::name(),
-             type_name<T>(), s.rows, s.cols, s.ld, s.in_place ? "in place" : "out of place", (double)p.t[0],
-             (double)p.t[1], (double)p.t[2], (double)p.t[3], (double)p.r[0], (double)p.r[1], (double)p.r[2], (double)p.r[3]);
+    describe(
+        "%s, %s, multimax, rows %zu, cols %zu, ld %zu, %s, t = (%g, %g, %g, %g), r = (%g, %g, %g, "
+        "%g)",
+        A::name(), type_name<T>(), s.rows, s.cols, s.ld, s.in_place ? "in place" : "out of place",
+        (double)p.t[0], (double)p.t[1], (double)p.t[2], (double)p.t[3], (double)p.r[0],
+        (double)p.r[1], (double)p.r[2], (double)p.r[3]);
     auto b = prepare(x, s);
     if (s.cols) table::forward(b.input(), s.ld, b.output(), s.ld, s.rows, s.cols, p);
     b.check_untouched(x);
@@ -59,12 +64,14 @@ void run(reader& in) {
         const long double sigma = smax::reference::multimax_sigma(xr[i], ref_p);
         // M(x) of multimax.hpp's valid range: no partial sum of σ may overflow.
         using smax::reference::multimax_relu;
-        const long double v = xr[i], b0 = multimax_relu(ref_p.r[0] - v), a1 = multimax_relu(v - ref_p.r[1]);
+        const long double v = xr[i], b0 = multimax_relu(ref_p.r[0] - v),
+                          a1 = multimax_relu(v - ref_p.r[1]);
         const long double b2 = multimax_relu(ref_p.r[2] - v), a3 = multimax_relu(v - ref_p.r[3]);
-        const long double magnitude = std::fabs(v) + std::fabs(ref_p.t[0]) * b0 + std::fabs(ref_p.t[1]) * a1 +
-                                      std::fabs(ref_p.t[2]) * b2 * b2 + std::fabs(ref_p.t[3]) * a3 * a3;
-        if (!(std::fabs(sigma) <= static_cast<long double>(big<T>)) || !(magnitude <= static_cast<long double>(big<T>)) ||
-            (sizeof(T) == 4 && a > 1e19L))
+        const long double magnitude = std::fabs(v) + std::fabs(ref_p.t[0]) * b0 +
+                                      std::fabs(ref_p.t[1]) * a1 + std::fabs(ref_p.t[2]) * b2 * b2 +
+                                      std::fabs(ref_p.t[3]) * a3 * a3;
+        if (!(std::fabs(sigma) <= static_cast<long double>(big<T>)) ||
+            !(magnitude <= static_cast<long double>(big<T>)) || (sizeof(T) == 4 && a > 1e19L))
           unspecified = true;
       }
       if (unspecified) continue;
@@ -84,16 +91,21 @@ void run(reader& in) {
       for (std::size_t i = 0; i < n; ++i) D += yl[i] * std::fabs(dyl[i]);
       for (std::size_t i = 0; i < n; ++i) {
         if (std::isnan(yl[i])) {
-          if (!std::isnan(dx[i])) fail(xr, n, i, dx[i], NAN, 0, "multimax_backward of a NaN row is not NaN");
+          if (!std::isnan(dx[i]))
+            fail(xr, n, i, dx[i], NAN, 0, "multimax_backward of a NaN row is not NaN");
           continue;
         }
         const long double xi = xr[i];
-        const long double S = 1 + std::fabs((long double)p.t[0]) * (xi < p.r[0]) + std::fabs((long double)p.t[1]) * (xi > p.r[1]) +
-                              2 * std::fabs((long double)p.t[2]) * smax::reference::multimax_relu(p.r[2] - xi) +
-                              2 * std::fabs((long double)p.t[3]) * smax::reference::multimax_relu(xi - p.r[3]);
-        const double bound = static_cast<double>(16 * epsilon<T> * yl[i] * (std::fabs(dyl[i]) + D) * (xr[i] == -inf<T> ? 1 : S)) +
+        const long double S =
+            1 + std::fabs((long double)p.t[0]) * (xi < p.r[0]) +
+            std::fabs((long double)p.t[1]) * (xi > p.r[1]) +
+            2 * std::fabs((long double)p.t[2]) * smax::reference::multimax_relu(p.r[2] - xi) +
+            2 * std::fabs((long double)p.t[3]) * smax::reference::multimax_relu(xi - p.r[3]);
+        const double bound = static_cast<double>(16 * epsilon<T> * yl[i] * (std::fabs(dyl[i]) + D) *
+                                                 (xr[i] == -inf<T> ? 1 : S)) +
                              std::numeric_limits<T>::min();
-        if (!close(dx[i], g.dx[i], 0.0, bound, false)) fail(xr, n, i, dx[i], g.dx[i], bound, "multimax_backward out of bound");
+        if (!close(dx[i], g.dx[i], 0.0, bound, false))
+          fail(xr, n, i, dx[i], g.dx[i], bound, "multimax_backward out of bound");
       }
     }
   });

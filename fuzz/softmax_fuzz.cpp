@@ -31,11 +31,16 @@ T decode_temperature(reader& in) {
 
 const char* name_of(algorithm_id a) {
   switch (a) {
-    case algorithm_id::three_pass: return "three_pass";
-    case algorithm_id::online: return "online";
-    case algorithm_id::two_pass: return "two_pass";
-    case algorithm_id::blocked_three_pass: return "blocked_three_pass";
-    default: return "automatic";
+    case algorithm_id::three_pass:
+      return "three_pass";
+    case algorithm_id::online:
+      return "online";
+    case algorithm_id::two_pass:
+      return "two_pass";
+    case algorithm_id::blocked_three_pass:
+      return "blocked_three_pass";
+    default:
+      return "automatic";
   }
 }
 
@@ -47,11 +52,11 @@ bool valid_temperature(T t) {
 // One output row of softmax / log-softmax against the reference, with the stated bound.
 template <class T>
 void check_forward_row(const T* x, const T* y, std::size_t n, bool log, T temperature,
-                       bool zero_masked_rows, algorithm_id algorithm,
-                       bool single_is_exact = true) {
+                       bool zero_masked_rows, algorithm_id algorithm, bool single_is_exact = true) {
   if (n == 0) return;
   (void)algorithm;  // every algorithm is held to the same bound
-  const auto ref = smax::reference::softmax(x, n, log, {static_cast<long double>(temperature), zero_masked_rows});
+  const auto ref = smax::reference::softmax(
+      x, n, log, {static_cast<long double>(temperature), zero_masked_rows});
   const long double m = row_max(x, n);
   const long double t = temperature;
   const double eps = sizeof(T) == 4 ? 0x1p-22 : 1e-14;
@@ -70,7 +75,8 @@ void check_forward_row(const T* x, const T* y, std::size_t n, bool log, T temper
       bound = rtol + eps * (std::isfinite(spread) ? spread : 0.0);
       ok = close(y[i], e, bound, tiny);
     }
-    if (!ok) fail(x, n, i, y[i], e, bound, log ? "log-softmax out of bound" : "softmax out of bound");
+    if (!ok)
+      fail(x, n, i, y[i], e, bound, log ? "log-softmax out of bound" : "softmax out of bound");
   }
   // n = 1: exactly [1] / [0] for a finite entry (the softmax calls' contract; the online state
   // promises the row's softmax within the bound).
@@ -86,16 +92,19 @@ template <class T>
 void check_backward_row(const T* x, std::size_t n, const T* y, const T* dy, const T* dx, bool log,
                         T temperature) {
   std::vector<long double> yl(y, y + n), dyl(dy, dy + n);
-  const auto ref = smax::reference::backward(yl, dyl, log, {static_cast<long double>(temperature), false});
+  const auto ref =
+      smax::reference::backward(yl, dyl, log, {static_cast<long double>(temperature), false});
   long double second = 0;
   for (std::size_t i = 0; i < n; ++i) second += std::fabs(log ? dyl[i] : dyl[i] * yl[i]);
   const long double t = temperature;
   for (std::size_t i = 0; i < n; ++i) {
     const long double t1 = log ? std::fabs(dyl[i]) / t : std::fabs(yl[i] * dyl[i]) / t;
     const long double t2 = (log ? std::exp(yl[i]) : std::fabs(yl[i])) * second / t;
-    const double bound = static_cast<double>(16 * epsilon<T> * (t1 + t2)) + std::numeric_limits<T>::min();
+    const double bound =
+        static_cast<double>(16 * epsilon<T> * (t1 + t2)) + std::numeric_limits<T>::min();
     if (!close(dx[i], ref[i], 0.0, bound, !log))
-      fail(x, n, i, dx[i], ref[i], bound, log ? "log_softmax_backward out of bound" : "softmax_backward out of bound");
+      fail(x, n, i, dx[i], ref[i], bound,
+           log ? "log_softmax_backward out of bound" : "softmax_backward out of bound");
   }
 }
 
@@ -118,11 +127,13 @@ void run(reader& in) {
     for (bool log : {false, true}) {
       const unsigned flags = (log ? smax::kernels::flag_log : 0u) | flags_zero;
       std::vector<T> y_three_pass;
-      for (algorithm_id a : {algorithm_id::automatic, algorithm_id::three_pass, algorithm_id::blocked_three_pass,
-                             algorithm_id::online, algorithm_id::two_pass}) {
-        describe("%s, %s, %s, %s, rows %zu, cols %zu, ld %zu, %s, T = %.9g, zero_masked_rows %d", A::name(),
-                 type_name<T>(), log ? "log_softmax" : "softmax", name_of(a), s.rows, s.cols, s.ld,
-                 s.in_place ? "in place" : "out of place", static_cast<double>(temperature), zero_masked_rows);
+      for (algorithm_id a :
+           {algorithm_id::automatic, algorithm_id::three_pass, algorithm_id::blocked_three_pass,
+            algorithm_id::online, algorithm_id::two_pass}) {
+        describe("%s, %s, %s, %s, rows %zu, cols %zu, ld %zu, %s, T = %.9g, zero_masked_rows %d",
+                 A::name(), type_name<T>(), log ? "log_softmax" : "softmax", name_of(a), s.rows,
+                 s.cols, s.ld, s.in_place ? "in place" : "out of place",
+                 static_cast<double>(temperature), zero_masked_rows);
         auto b = prepare(x, s);
         table::forward(b.input(), s.ld, b.output(), s.ld, s.rows, s.cols, temperature, flags, a);
         b.check_untouched(x);
@@ -138,11 +149,12 @@ void run(reader& in) {
                log ? "log_softmax_backward" : "softmax_backward", s.rows, s.cols, s.ld,
                s.in_place ? "dx = dy" : "dx separate", static_cast<double>(temperature));
       std::vector<T> dx = s.in_place ? dy : std::vector<T>(dy.size(), canary<T>);
-      table::backward(y_three_pass.data(), s.ld, s.in_place ? dx.data() : dy.data(), s.ld, dx.data(), s.ld,
-                      s.rows, s.cols, temperature, log ? smax::kernels::flag_log : 0u);
+      table::backward(y_three_pass.data(), s.ld, s.in_place ? dx.data() : dy.data(), s.ld,
+                      dx.data(), s.ld, s.rows, s.cols, temperature,
+                      log ? smax::kernels::flag_log : 0u);
       for (std::size_t r = 0; r < s.rows; ++r)
-        check_backward_row(x.data() + r * s.ld, s.cols, y_three_pass.data() + r * s.ld, dy.data() + r * s.ld,
-                           dx.data() + r * s.ld, log, temperature);
+        check_backward_row(x.data() + r * s.ld, s.cols, y_three_pass.data() + r * s.ld,
+                           dy.data() + r * s.ld, dx.data() + r * s.ld, log, temperature);
 
       // The online state of the first row: up to four chunks, merged in order or reversed.
       const T* x0 = x.data();
@@ -151,14 +163,16 @@ void run(reader& in) {
       for (auto c : cuts)
         if (n) bounds.push_back(c * n / 255);
       std::sort(bounds.begin(), bounds.end());
-      describe("%s, %s, online state (%zu chunks, %s), %s, n %zu, T = %.9g, zero_masked_rows %d", A::name(),
-               type_name<T>(), bounds.size() - 1, reverse_merge ? "merged in reverse" : "merged in order",
-               log ? "log" : "softmax", n, static_cast<double>(temperature), zero_masked_rows);
+      describe("%s, %s, online state (%zu chunks, %s), %s, n %zu, T = %.9g, zero_masked_rows %d",
+               A::name(), type_name<T>(), bounds.size() - 1,
+               reverse_merge ? "merged in reverse" : "merged in order", log ? "log" : "softmax", n,
+               static_cast<double>(temperature), zero_masked_rows);
       std::vector<smax::online_state<T>> parts;
       for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
         smax::online_state<T> p;
         if (bounds[k + 1] > bounds[k])
-          table::online_reduce(x0 + bounds[k], bounds[k + 1] - bounds[k], temperature, &p.max, &p.sum);
+          table::online_reduce(x0 + bounds[k], bounds[k + 1] - bounds[k], temperature, &p.max,
+                               &p.sum);
         parts.push_back(p);
       }
       if (reverse_merge) std::reverse(parts.begin(), parts.end());
@@ -167,10 +181,13 @@ void run(reader& in) {
       std::vector<T> y(n + 1, canary<T>);
       for (std::size_t k = 0; k + 1 < bounds.size(); ++k)
         if (bounds[k + 1] > bounds[k])
-          table::online_normalize(x0 + bounds[k], y.data() + bounds[k], bounds[k + 1] - bounds[k], temperature,
-                                  (log ? smax::kernels::flag_log : 0u) | flags_zero, state.max, state.sum);
-      if (y[n] != canary<T>) fail(x0, n, n, y[n], canary<T>, 0, "online_normalize wrote past the end");
-      check_forward_row(x0, y.data(), n, log, temperature, zero_masked_rows, algorithm_id::online, false);
+          table::online_normalize(x0 + bounds[k], y.data() + bounds[k], bounds[k + 1] - bounds[k],
+                                  temperature, (log ? smax::kernels::flag_log : 0u) | flags_zero,
+                                  state.max, state.sum);
+      if (y[n] != canary<T>)
+        fail(x0, n, n, y[n], canary<T>, 0, "online_normalize wrote past the end");
+      check_forward_row(x0, y.data(), n, log, temperature, zero_masked_rows, algorithm_id::online,
+                        false);
     }
   });
 
@@ -178,20 +195,22 @@ void run(reader& in) {
   // that instruction set's table.
   if (!valid_temperature(temperature)) return;
   for (bool log : {false, true}) {
-    describe("header-only %s, %s, rows %zu, cols %zu, ld %zu, T = %.9g", log ? "log_softmax_rows" : "softmax_rows",
-             type_name<T>(), s.rows, s.cols, s.ld, static_cast<double>(temperature));
+    describe("header-only %s, %s, rows %zu, cols %zu, ld %zu, T = %.9g",
+             log ? "log_softmax_rows" : "softmax_rows", type_name<T>(), s.rows, s.cols, s.ld,
+             static_cast<double>(temperature));
     auto pub = prepare(x, s);
     auto tab = prepare(x, s);
     if (log)
       smax::log_softmax_rows(pub.input(), pub.output(), s.rows, s.cols, s.ld, opts);
     else
       smax::softmax_rows(pub.input(), pub.output(), s.rows, s.cols, s.ld, opts);
-    smax::kernels::softmax_table<xsimd::default_arch>::forward(tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols,
-                                                       temperature, (log ? smax::kernels::flag_log : 0u) | flags_zero,
-                                                       algorithm_id::automatic);
+    smax::kernels::softmax_table<xsimd::default_arch>::forward(
+        tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols, temperature,
+        (log ? smax::kernels::flag_log : 0u) | flags_zero, algorithm_id::automatic);
     for (std::size_t k = 0; k < pub.y.size(); ++k)
       if (!same_bits_or_both_nan(pub.y[k], tab.y[k]))
-        fail(x.data(), s.cols, k, pub.y[k], tab.y[k], 0, "the header-only call differs from its table");
+        fail(x.data(), s.cols, k, pub.y[k], tab.y[k], 0,
+             "the header-only call differs from its table");
   }
 }
 

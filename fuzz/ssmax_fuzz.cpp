@@ -30,9 +30,10 @@ void run(reader& in) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     using table = smax::kernels::ssmax_table<A>;
-    describe("%s, %s, ssmax, rows %zu, cols %zu, ld %zu, %s, s %g, b %g, n %zu, zero_masked_rows %d", A::name(),
-             type_name<T>(), s.rows, s.cols, s.ld, s.in_place ? "in place" : "out of place", opts.s, opts.bias, opts.n,
-             opts.zero_masked_rows);
+    describe(
+        "%s, %s, ssmax, rows %zu, cols %zu, ld %zu, %s, s %g, b %g, n %zu, zero_masked_rows %d",
+        A::name(), type_name<T>(), s.rows, s.cols, s.ld, s.in_place ? "in place" : "out of place",
+        opts.s, opts.bias, opts.n, opts.zero_masked_rows);
     auto b = prepare(x, s);
     if (s.rows != 0 && s.cols != 0)
       smax::api::ssmax_family::forward(A{}, b.input(), s.ld, b.output(), s.ld, s.rows, s.cols, opts,
@@ -56,27 +57,36 @@ void run(reader& in) {
       long double max_spread = 0;
       for (std::size_t i = 0; i < n; ++i)
         if (std::isfinite(xr[i])) max_spread = std::fmax(max_spread, std::fabs(xr[i] - m));
-      const long double lambda_terms = 0x1p-51L * (std::fabs(opts.s * std::log((long double)nk)) + std::fabs(opts.bias));
+      const long double lambda_terms =
+          0x1p-51L * (std::fabs(opts.s * std::log((long double)nk)) + std::fabs(opts.bias));
       for (std::size_t i = 0; i < n; ++i) {
         const long double d = std::isfinite(xr[i]) ? std::fabs(xr[i] - m) : 0;
-        const double bound = rtol + static_cast<double>(d * std::fabs(lambda) * eps + lambda_terms * (d + max_spread));
-        if (!close(yr[i], ref[i], bound, std::numeric_limits<T>::min())) fail(xr, n, i, yr[i], ref[i], bound, "ssmax out of bound");
+        const double bound = rtol + static_cast<double>(d * std::fabs(lambda) * eps +
+                                                        lambda_terms * (d + max_spread));
+        if (!close(yr[i], ref[i], bound, std::numeric_limits<T>::min()))
+          fail(xr, n, i, yr[i], ref[i], bound, "ssmax out of bound");
       }
       if (!std::isfinite(lambda_t)) continue;
       // Backward: dx = λ·y ⊙ (dy - <dy, y>), softmax's bound with 1/T = λ, for the λ the kernel
       // receives, the inner sum taken in magnitudes as softmax.hpp states it.
-      const T lambda_kernel = table::lambda(opts.s, opts.bias, smax::api::ssmax_family::keys(opts, s.cols), static_cast<T*>(nullptr));
+      const T lambda_kernel = table::lambda(
+          opts.s, opts.bias, smax::api::ssmax_family::keys(opts, s.cols), static_cast<T*>(nullptr));
       std::vector<T> dx(n, canary<T>);
       const T* dyr = dy.data() + r * s.ld;
-      smax::api::ssmax_family::backward(A{}, xr, n, yr, n, dyr, n, dx.data(), n, 1, n, opts, nullptr);
+      smax::api::ssmax_family::backward(A{}, xr, n, yr, n, dyr, n, dx.data(), n, 1, n, opts,
+                                        nullptr);
       long double dot = 0, second = 0;
-      for (std::size_t i = 0; i < n; ++i) dot += (long double)dyr[i] * yr[i], second += std::fabs((long double)dyr[i] * yr[i]);
+      for (std::size_t i = 0; i < n; ++i)
+        dot += (long double)dyr[i] * yr[i], second += std::fabs((long double)dyr[i] * yr[i]);
       for (std::size_t i = 0; i < n; ++i) {
         const long double want = (long double)lambda_kernel * yr[i] * (dyr[i] - dot);
-        const double bound = static_cast<double>(16 * epsilon<T> * std::fabs((long double)lambda_kernel) *
-                                                 (std::fabs((long double)yr[i] * dyr[i]) + std::fabs((long double)yr[i]) * second)) +
-                             std::numeric_limits<T>::min();
-        if (!close(dx[i], want, 0.0, bound, false)) fail(xr, n, i, dx[i], want, bound, "ssmax_backward out of bound");
+        const double bound =
+            static_cast<double>(
+                16 * epsilon<T> * std::fabs((long double)lambda_kernel) *
+                (std::fabs((long double)yr[i] * dyr[i]) + std::fabs((long double)yr[i]) * second)) +
+            std::numeric_limits<T>::min();
+        if (!close(dx[i], want, 0.0, bound, false))
+          fail(xr, n, i, dx[i], want, bound, "ssmax_backward out of bound");
       }
     }
   });

@@ -6,12 +6,12 @@
 // CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
 
 #include <smax/reference/multimax.hpp>
+#include <smax/reference/sigmoid.hpp>
 #include <smax/reference/softmax.hpp>
 #include <smax/reference/softpick.hpp>
 #include <smax/reference/sparsemax.hpp>
 #include <smax/reference/ssmax.hpp>
 #include <smax/reference/stablemax.hpp>
-#include <smax/reference/sigmoid.hpp>
 #include <smax/runtime.hpp>
 #include <smax/smax.hpp>
 
@@ -75,48 +75,85 @@ std::vector<family<T>> families() {
   sz.zero_masked_rows = true;
   const smax::multimax_options mm{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
   std::vector<family<T>> f = {
-      {"softmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n); }},
-      {"softmax online", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(smax::online, x, y, n); }},
-      {"softmax two_pass", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(smax::two_pass, x, y, n); }},
-      {"softmax T=0.5", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, {0.5}); }},
-      {"softmax zero_masked_rows", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, z); }, true},
-      {"log_softmax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n); }},
-      {"log_softmax online", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::log_softmax(smax::online, x, y, n); }},
-      {"log_softmax zero_masked_rows", kind::log_domain, [=](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n, z); }, true},
-      {"online state", kind::normalising, [](const T* x, T* y, std::size_t n) {
-         const auto s = smax::merge(smax::online_reduce(x, n / 2), smax::online_reduce(x + n / 2, n - n / 2));
+      {"softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n); }},
+      {"softmax online", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::softmax(smax::online, x, y, n); }},
+      {"softmax two_pass", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::softmax(smax::two_pass, x, y, n); }},
+      {"softmax T=0.5", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, {0.5}); }},
+      {"softmax zero_masked_rows", kind::normalising,
+       [=](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, z); }, true},
+      {"log_softmax", kind::log_domain,
+       [](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n); }},
+      {"log_softmax online", kind::log_domain,
+       [](const T* x, T* y, std::size_t n) { smax::log_softmax(smax::online, x, y, n); }},
+      {"log_softmax zero_masked_rows", kind::log_domain,
+       [=](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n, z); }, true},
+      {"online state", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         const auto s =
+             smax::merge(smax::online_reduce(x, n / 2), smax::online_reduce(x + n / 2, n - n / 2));
          smax::online_normalize(s, x, y, n);
        }},
-      {"sparsemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n); }},
-      {"softpick", kind::softpick, [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n); }},
-      {"multimax", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::multimax(x, y, n, mm); }},
+      {"sparsemax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n); }},
+      {"softpick", kind::softpick,
+       [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n); }},
+      {"multimax", kind::normalising,
+       [=](const T* x, T* y, std::size_t n) { smax::multimax(x, y, n, mm); }},
       {"ssmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n); }},
-      {"ssmax zero_masked_rows", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n, sz); }, true},
+      {"ssmax zero_masked_rows", kind::normalising,
+       [=](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n, sz); }, true},
       {"sigmoid", kind::sigmoid, [](const T* x, T* y, std::size_t n) { smax::sigmoid(x, y, n); }},
-      {"stablemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::stablemax(x, y, n); }},
-      {"log_stablemax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::log_stablemax(x, y, n); }},
+      {"stablemax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::stablemax(x, y, n); }},
+      {"log_stablemax", kind::log_domain,
+       [](const T* x, T* y, std::size_t n) { smax::log_stablemax(x, y, n); }},
       {"sparsemax zero_masked_rows", kind::normalising,
-       [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n, smax::sparsemax_options{true}); }, true},
+       [](const T* x, T* y, std::size_t n) {
+         smax::sparsemax(x, y, n, smax::sparsemax_options{true});
+       },
+       true},
       {"softpick zero_masked_rows", kind::softpick,
-       [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n, smax::softpick_options{1e-8, true}); }, true},
+       [](const T* x, T* y, std::size_t n) {
+         smax::softpick(x, y, n, smax::softpick_options{1e-8, true});
+       },
+       true},
       {"multimax zero_masked_rows", kind::normalising,
        [=](const T* x, T* y, std::size_t n) {
          auto o = mm;
          o.zero_masked_rows = true;
          smax::multimax(x, y, n, o);
-       }, true},
+       },
+       true},
       {"stablemax zero_masked_rows", kind::normalising,
-       [](const T* x, T* y, std::size_t n) { smax::stablemax(x, y, n, smax::stablemax_options{true}); }, true},
+       [](const T* x, T* y, std::size_t n) {
+         smax::stablemax(x, y, n, smax::stablemax_options{true});
+       },
+       true},
       {"log_stablemax zero_masked_rows", kind::log_domain,
-       [](const T* x, T* y, std::size_t n) { smax::log_stablemax(x, y, n, smax::stablemax_options{true}); }, true},
-      {"runtime::stablemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::stablemax(x, y, n); }},
-      {"runtime::softmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); }},
-      {"runtime::log_softmax", kind::log_domain, [](const T* x, T* y, std::size_t n) { smax::runtime::log_softmax(x, y, n); }},
-      {"runtime::sparsemax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax(x, y, n); }},
-      {"runtime::softpick", kind::softpick, [](const T* x, T* y, std::size_t n) { smax::runtime::softpick(x, y, n); }},
-      {"runtime::multimax", kind::normalising, [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax(x, y, n, mm); }},
-      {"runtime::ssmax", kind::normalising, [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax(x, y, n); }},
-      {"runtime::sigmoid", kind::sigmoid, [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid(x, y, n); }},
+       [](const T* x, T* y, std::size_t n) {
+         smax::log_stablemax(x, y, n, smax::stablemax_options{true});
+       },
+       true},
+      {"runtime::stablemax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::stablemax(x, y, n); }},
+      {"runtime::softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); }},
+      {"runtime::log_softmax", kind::log_domain,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::log_softmax(x, y, n); }},
+      {"runtime::sparsemax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax(x, y, n); }},
+      {"runtime::softpick", kind::softpick,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::softpick(x, y, n); }},
+      {"runtime::multimax", kind::normalising,
+       [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax(x, y, n, mm); }},
+      {"runtime::ssmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax(x, y, n); }},
+      {"runtime::sigmoid", kind::sigmoid,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid(x, y, n); }},
   };
   return f;
 }
@@ -141,9 +178,11 @@ void check_family(family<T> const& f) {
       run(x);
       for (std::size_t i = 0; i < n; ++i)
         if (i == n / 2)
-          EXPECT_EQ(bits(y[i]), bits(f.k == kind::sigmoid ? T(0) : masked_out)) << "masked at " << i;
+          EXPECT_EQ(bits(y[i]), bits(f.k == kind::sigmoid ? T(0) : masked_out))
+              << "masked at " << i;
         else
-          EXPECT_FALSE(is_nan(y[i]) || bits(y[i]) == bits(pinf) || bits(y[i]) == bits(ninf)) << "at " << i << ": " << y[i];
+          EXPECT_FALSE(is_nan(y[i]) || bits(y[i]) == bits(pinf) || bits(y[i]) == bits(ninf))
+              << "at " << i << ": " << y[i];
     }
     // Every entry masked: NaN (softpick too), or the zero_masked_rows value; sigmoid 0.
     run(std::vector<T>(n, ninf));
@@ -169,7 +208,10 @@ void check_family(family<T> const& f) {
           else
             EXPECT_TRUE(is_nan(y[i])) << "sigmoid(NaN): " << y[i];
         } else {
-          EXPECT_TRUE(is_nan(y[i])) << (c == 1 ? "+inf" : c == 2 ? "NaN among masks" : "NaN") << " row at " << i << ": " << y[i];
+          EXPECT_TRUE(is_nan(y[i])) << (c == 1   ? "+inf"
+                                        : c == 2 ? "NaN among masks"
+                                                 : "NaN")
+                                    << " row at " << i << ": " << y[i];
         }
       }
     }
@@ -193,7 +235,9 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
   if (name == "log_softmax") return ref::softmax(x, n, true);
   if (name == "sparsemax") return ref::sparsemax(x, n).y;
   if (name == "softpick") return ref::softpick(x, n);
-  if (name == "multimax") return ref::multimax(x, n, ref::multimax_parameters{{0.1L, 0.1L, -0.01L, 0.01L}, {-1, 1, -2, 2}});
+  if (name == "multimax")
+    return ref::multimax(x, n,
+                         ref::multimax_parameters{{0.1L, 0.1L, -0.01L, 0.01L}, {-1, 1, -2, 2}});
   if (name == "ssmax") return ref::ssmax(x, n, 0.43L * std::log(static_cast<long double>(n)));
   if (name == "stablemax") return ref::stablemax(x, n, false);
   if (name == "log_stablemax") return ref::stablemax(x, n, true);
@@ -206,7 +250,8 @@ template <class T>
 void check_values(family<T> const& f) {
   for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(40), std::size_t(2000)}) {
     std::vector<T> x(n), y(n);
-    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<T>(4 * std::sin(0.7 * static_cast<double>(i) + 0.3));
+    for (std::size_t i = 0; i < n; ++i)
+      x[i] = static_cast<T>(4 * std::sin(0.7 * static_cast<double>(i) + 0.3));
     f.run(x.data(), y.data(), n);
     auto want = reference_of(f.name, x.data(), n);
     if (f.name.find("T=0.5") != std::string::npos) {
@@ -215,8 +260,10 @@ void check_values(family<T> const& f) {
       want = smax::reference::softmax(x.data(), n, false, o);
     }
     for (std::size_t i = 0; i < n; ++i)
-      EXPECT_LE(std::fabs(static_cast<long double>(y[i]) - want[i]), 1e-6L + 1e-4L * std::fabs(want[i]))
-          << f.name << ", n = " << n << ", at " << i << ": " << y[i] << ", want " << static_cast<double>(want[i]);
+      EXPECT_LE(std::fabs(static_cast<long double>(y[i]) - want[i]),
+                1e-6L + 1e-4L * std::fabs(want[i]))
+          << f.name << ", n = " << n << ", at " << i << ": " << y[i] << ", want "
+          << static_cast<double>(want[i]);
   }
 }
 

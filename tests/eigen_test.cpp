@@ -54,8 +54,8 @@ bool same_bits(T a, T b) {
 template <class A, class B>
 ::testing::AssertionResult bitwise_equal(A const& a, B const& b) {
   if (a.rows() != b.rows() || a.cols() != b.cols())
-    return ::testing::AssertionFailure() << "shape " << a.rows() << "x" << a.cols() << " vs "
-                                         << b.rows() << "x" << b.cols();
+    return ::testing::AssertionFailure()
+           << "shape " << a.rows() << "x" << a.cols() << " vs " << b.rows() << "x" << b.cols();
   for (Eigen::Index i = 0; i < a.rows(); ++i)
     for (Eigen::Index j = 0; j < a.cols(); ++j)
       if (!same_bits(a(i, j), b(i, j)))
@@ -133,7 +133,12 @@ TYPED_TEST(eigen_test, row_major_matrices_match_the_pointer_api) {
   using T = TypeParam;
   // Shapes: empty, single elements, around the vector width, and rows long enough (> 1 MiB) for
   // the automatic choice to switch to the online algorithm.
-  const Eigen::Index shapes[][2] = {{0, 5}, {5, 0}, {1, 1}, {3, 7}, {17, 33}, {4, 1000},
+  const Eigen::Index shapes[][2] = {{0, 5},
+                                    {5, 0},
+                                    {1, 1},
+                                    {3, 7},
+                                    {17, 33},
+                                    {4, 1000},
                                     {2, Eigen::Index(1 << 20) / Eigen::Index(sizeof(T)) + 3}};
   unsigned seed = 1;
   for (auto const& s : shapes) {
@@ -169,15 +174,15 @@ TYPED_TEST(eigen_test, algorithm_tags_match_the_pointer_api) {
   // Tag forms on blocks and transposes too.
   col_matrix<T> c = random_matrix<T>(45, 6, 4), out(45, 6);
   smax::softmax(smax::online, c.transpose(), out.transpose());
-  EXPECT_TRUE(bitwise_equal(out.transpose(),
-                            by_pointer_api<T>(smax::online, op::softmax, c.transpose())));
+  EXPECT_TRUE(
+      bitwise_equal(out.transpose(), by_pointer_api<T>(smax::online, op::softmax, c.transpose())));
 }
 
 TYPED_TEST(eigen_test, options_and_edge_cases_match_the_pointer_api) {
   using T = TypeParam;
   row_matrix<T> x = random_matrix<T>(4, 19, 5);
   x.row(1).setConstant(-std::numeric_limits<T>::infinity());  // fully masked row
-  x(2, 3) = -std::numeric_limits<T>::infinity();               // one masked entry
+  x(2, 3) = -std::numeric_limits<T>::infinity();              // one masked entry
   x(3, 7) = std::numeric_limits<T>::quiet_NaN();              // NaN row
   for (op o : ops)
     for (bool zero : {false, true}) {
@@ -239,7 +244,8 @@ TYPED_TEST(eigen_test, other_families_match_the_pointer_api) {
     for (Eigen::Index r = 0; r < rows + 2; ++r)
       for (Eigen::Index c = 0; c < cols + 3; ++c) {
         const bool inside = r >= 1 && r <= rows && c >= 2 && c < cols + 2;
-        const T want = inside ? expected[static_cast<std::size_t>((r - 1) * cols + c - 2)] : guard<T>;
+        const T want =
+            inside ? expected[static_cast<std::size_t>((r - 1) * cols + c - 2)] : guard<T>;
         EXPECT_TRUE(same_bits(big(r, c), want)) << what << " at " << r << "," << c;
       }
   };
@@ -248,7 +254,8 @@ TYPED_TEST(eigen_test, other_families_match_the_pointer_api) {
     f(tmp.data());
     for (Eigen::Index r = 0; r < rows; ++r)
       for (Eigen::Index c = 0; c < cols; ++c)
-        expected[static_cast<std::size_t>(r * cols + c)] = tmp[static_cast<std::size_t>(r * ldx + c)];
+        expected[static_cast<std::size_t>(r * cols + c)] =
+            tmp[static_cast<std::size_t>(r * ldx + c)];
   };
   Eigen::internal::set_is_malloc_allowed(false);
   smax::sigmoid(x, y);
@@ -256,7 +263,8 @@ TYPED_TEST(eigen_test, other_families_match_the_pointer_api) {
   pointer_rows([&](T* out) { smax::sigmoid_rows(xbuf.data(), out, rows, cols, ldx); });
   check("sigmoid");
   smax::sigmoid_attention(x, y, {100});
-  pointer_rows([&](T* out) { smax::sigmoid_attention_rows(xbuf.data(), out, rows, cols, ldx, {100}); });
+  pointer_rows(
+      [&](T* out) { smax::sigmoid_attention_rows(xbuf.data(), out, rows, cols, ldx, {100}); });
   check("sigmoid_attention");
   const smax::ssmax_options o{0.5, 0.25};
   smax::ssmax(x, y, o);
@@ -268,7 +276,8 @@ TYPED_TEST(eigen_test, other_families_match_the_pointer_api) {
   smax::ssmax_param_grads g, g_ptr;
   smax::ssmax_backward(values, yc, values, dx, o, &g);
   row_matrix<T> dx_ptr(rows, cols);
-  smax::ssmax_backward_rows(values.data(), yc.data(), values.data(), dx_ptr.data(), rows, cols, cols, o, &g_ptr);
+  smax::ssmax_backward_rows(values.data(), yc.data(), values.data(), dx_ptr.data(), rows, cols,
+                            cols, o, &g_ptr);
   EXPECT_TRUE(bitwise_equal(dx, dx_ptr));
   EXPECT_EQ(g.s, g_ptr.s);
   EXPECT_EQ(g.bias, g_ptr.bias);
@@ -283,8 +292,8 @@ TYPED_TEST(eigen_test, blocks_write_only_the_block) {
   for (op o : ops) {
     row_matrix<T> big = row_matrix<T>::Constant(10, 20, guard<T>);
     apply(o, source.block(2, 3, 5, 11), big.block(1, 4, 5, 11));
-    EXPECT_TRUE(bitwise_equal(big.block(1, 4, 5, 11),
-                              by_pointer_api<T>(o, source.block(2, 3, 5, 11))));
+    EXPECT_TRUE(
+        bitwise_equal(big.block(1, 4, 5, 11), by_pointer_api<T>(o, source.block(2, 3, 5, 11))));
     for (Eigen::Index i = 0; i < big.rows(); ++i)
       for (Eigen::Index j = 0; j < big.cols(); ++j)
         if (i < 1 || i >= 6 || j < 4 || j >= 15) {
@@ -474,7 +483,8 @@ TYPED_TEST(eigen_test, softpick_matches_the_pointer_api) {
   const smax::softpick_options opts{1e-3};
   row_matrix<T> expected(6, 41), dx_expected(6, 41);
   smax::softpick_rows(x.data(), expected.data(), 6, 41, 41, opts);
-  smax::softpick_backward_rows(x.data(), expected.data(), dy.data(), dx_expected.data(), 6, 41, 41, opts);
+  smax::softpick_backward_rows(x.data(), expected.data(), dy.data(), dx_expected.data(), 6, 41, 41,
+                               opts);
   row_matrix<T> y(6, 41);
   smax::softpick(x, y, opts);
   EXPECT_TRUE(bitwise_equal(y, expected));
@@ -516,8 +526,8 @@ TYPED_TEST(eigen_test, multimax_matches_the_pointer_api) {
   row_matrix<T> expected(5, 77), expected_dx(5, 77);
   smax::multimax_rows(x.data(), expected.data(), 5, 77, 77, o);
   smax::multimax_param_grads expected_grads, grads;
-  smax::multimax_backward_rows(x.data(), expected.data(), dy.data(), expected_dx.data(), 5, 77, 77, o,
-                               &expected_grads);
+  smax::multimax_backward_rows(x.data(), expected.data(), dy.data(), expected_dx.data(), 5, 77, 77,
+                               o, &expected_grads);
   std::vector<T> ybuf(5 * 80, guard<T>);
   strided_map<T> ym(ybuf.data(), 5, 77, Eigen::OuterStride<>(80));
   smax::multimax(x, ym, o);
@@ -578,10 +588,10 @@ TEST(eigen_detail, partially_overlap) {
   using smax::eigen_detail::partially_overlap;
   std::vector<float> b(1000);
   const float* p = b.data();
-  EXPECT_FALSE(partially_overlap(p, 20, p, 20, 5, 10));        // in place
-  EXPECT_TRUE(partially_overlap(p, 20, p + 1, 20, 5, 10));     // shifted by one element
-  EXPECT_TRUE(partially_overlap(p, 20, p, 30, 5, 10));         // same start, other stride
-  EXPECT_FALSE(partially_overlap(p, 20, p + 10, 20, 5, 10));   // left and right halves
+  EXPECT_FALSE(partially_overlap(p, 20, p, 20, 5, 10));       // in place
+  EXPECT_TRUE(partially_overlap(p, 20, p + 1, 20, 5, 10));    // shifted by one element
+  EXPECT_TRUE(partially_overlap(p, 20, p, 30, 5, 10));        // same start, other stride
+  EXPECT_FALSE(partially_overlap(p, 20, p + 10, 20, 5, 10));  // left and right halves
   EXPECT_FALSE(partially_overlap(p + 10, 20, p, 20, 5, 10));
   EXPECT_TRUE(partially_overlap(p + 9, 20, p, 20, 5, 10));
   EXPECT_TRUE(partially_overlap(p, 20, p + 20, 20, 5, 10));    // one row down
@@ -593,7 +603,7 @@ TEST(eigen_detail, partially_overlap) {
   EXPECT_TRUE(partially_overlap(p, 20, p + 10, 30, 5, 10));    // y row 1 at 40 = x row 2
   EXPECT_FALSE(partially_overlap(p, 20, p + 10, 20, 1, 10));   // single rows
   EXPECT_TRUE(partially_overlap(p, 7, p + 9, 3, 1, 10));
-  EXPECT_FALSE(partially_overlap(p, 20, p + 1, 20, 0, 10));    // empty
+  EXPECT_FALSE(partially_overlap(p, 20, p + 1, 20, 0, 10));  // empty
   EXPECT_FALSE(partially_overlap(p, 20, p + 1, 20, 5, 0));
 }
 

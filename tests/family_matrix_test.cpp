@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <smax/eigen.hpp>
@@ -77,7 +77,8 @@ void check_family(Forms const& f) {
   f.rows(x.data(), y.data(), rows, cols, ld, opts);
   EXPECT_TRUE(same_bits(y, want)) << "_rows";
   y = fill;
-  for (std::size_t r = 0; r < rows; ++r) f.forward(x.data() + r * ld, y.data() + r * ld, cols, opts);
+  for (std::size_t r = 0; r < rows; ++r)
+    f.forward(x.data() + r * ld, y.data() + r * ld, cols, opts);
   EXPECT_TRUE(same_bits(y, want)) << "single row";
   y = fill;
   f.runtime_rows(x.data(), y.data(), rows, cols, ld, opts);
@@ -96,7 +97,8 @@ void check_family(Forms const& f) {
 #if defined(SMAX_HAS_SPAN)
   y = fill;
   for (std::size_t r = 0; r < rows; ++r)
-    f.span_forward(std::span<const T>(x.data() + r * ld, cols), std::span<T>(y.data() + r * ld, cols), opts);
+    f.span_forward(std::span<const T>(x.data() + r * ld, cols),
+                   std::span<T>(y.data() + r * ld, cols), opts);
   EXPECT_TRUE(same_bits(y, want)) << "span";
 #endif
 
@@ -106,12 +108,13 @@ void check_family(Forms const& f) {
   typename Family::grads* gp = nullptr;
   typename Family::grads* gwp = nullptr;
   if constexpr (Family::backward_form == shape::from_input_with_grads) gp = &g, gwp = &g_want;
-  smax::api::backward<Family, header>(x.data(), ld, want.data(), ld, dy.data(), ld, dwant.data(), ld,
-                                      rows, cols, opts, gwp);
+  smax::api::backward<Family, header>(x.data(), ld, want.data(), ld, dy.data(), ld, dwant.data(),
+                                      ld, rows, cols, opts, gwp);
   smax::api::backward<Family, chosen>(x.data(), ld, want_runtime.data(), ld, dy.data(), ld,
                                       dwant_runtime.data(), ld, rows, cols, opts, nullptr);
   expect_close(dwant_runtime, dwant, "runtime backward against header-only");
-  auto run_backward = [&](auto const& single, auto const& batched, auto const& out, std::vector<T> const& yv) {
+  auto run_backward = [&](auto const& single, auto const& batched, auto const& out,
+                          std::vector<T> const& yv) {
     dx = fill;
     if constexpr (reads_x) {
       if constexpr (Family::backward_form == shape::from_input_with_grads)
@@ -177,19 +180,17 @@ forms<L...> make_forms(L... l) {
 }
 
 #define SMAX_MATRIX_LAMBDA(call) [](auto&&... a) { call(a...); }
-#define SMAX_MATRIX_TEST(name, extra)                                                     \
-  TEST(family_matrix, name) {                                                             \
-    const auto f = make_forms(                                                            \
-        SMAX_MATRIX_LAMBDA(smax::name), SMAX_MATRIX_LAMBDA(smax::name##_rows),            \
-        SMAX_MATRIX_LAMBDA(smax::name##_backward),                                        \
-        SMAX_MATRIX_LAMBDA(smax::name##_backward_rows),                                   \
-        SMAX_MATRIX_LAMBDA(smax::runtime::name), SMAX_MATRIX_LAMBDA(smax::runtime::name##_rows), \
-        SMAX_MATRIX_LAMBDA(smax::runtime::name##_backward),                               \
-        SMAX_MATRIX_LAMBDA(smax::runtime::name##_backward_rows),                          \
-        SMAX_MATRIX_LAMBDA(smax::name), SMAX_MATRIX_LAMBDA(smax::name##_backward),        \
-        SMAX_MATRIX_LAMBDA(smax::name));                                                  \
-    check_family<smax::api::name##_family, float>(f);                                     \
-    check_family<smax::api::name##_family, double>(f);                                    \
+#define SMAX_MATRIX_TEST(name, extra)                                                              \
+  TEST(family_matrix, name) {                                                                      \
+    const auto f = make_forms(                                                                     \
+        SMAX_MATRIX_LAMBDA(smax::name), SMAX_MATRIX_LAMBDA(smax::name##_rows),                     \
+        SMAX_MATRIX_LAMBDA(smax::name##_backward), SMAX_MATRIX_LAMBDA(smax::name##_backward_rows), \
+        SMAX_MATRIX_LAMBDA(smax::runtime::name), SMAX_MATRIX_LAMBDA(smax::runtime::name##_rows),   \
+        SMAX_MATRIX_LAMBDA(smax::runtime::name##_backward),                                        \
+        SMAX_MATRIX_LAMBDA(smax::runtime::name##_backward_rows), SMAX_MATRIX_LAMBDA(smax::name),   \
+        SMAX_MATRIX_LAMBDA(smax::name##_backward), SMAX_MATRIX_LAMBDA(smax::name));                \
+    check_family<smax::api::name##_family, float>(f);                                              \
+    check_family<smax::api::name##_family, double>(f);                                             \
   }
 SMAX_FAMILIES(SMAX_MATRIX_TEST)
 
@@ -199,14 +200,17 @@ SMAX_FAMILIES(SMAX_MATRIX_TEST)
 template <class Opts, class = void>
 struct has_zero_masked_rows : std::false_type {};
 template <class Opts>
-struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>> : std::true_type {};
+struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>> : std::true_type {
+};
 
 // The value a family writes to an all-masked row with zero_masked_rows: 0 unless it says otherwise
 // (log-domain families whose masking this layer does).
 template <class Family>
 constexpr double masked_row_of() {
-  if constexpr (Family::masks_rows) return Family::masked_row;
-  else return 0.0;
+  if constexpr (Family::masks_rows)
+    return Family::masked_row;
+  else
+    return 0.0;
 }
 
 template <class Family, class Dispatch, class T>
@@ -217,8 +221,8 @@ void check_zero_masked_rows(const char* name) {
     const bool log = std::is_same<Family, smax::api::log_softmax_family>::value;
     const T masked_fill = log ? -inf : static_cast<T>(masked_row_of<Family>());
     auto x = random_matrix<T>(4);
-    for (std::size_t c = 0; c < ld; ++c) x[1 * ld + c] = -inf;   // row 1: all masked
-    x[2 * ld + 3] = -inf;                                          // row 2: one masked entry
+    for (std::size_t c = 0; c < ld; ++c) x[1 * ld + c] = -inf;  // row 1: all masked
+    x[2 * ld + 3] = -inf;                                       // row 2: one masked entry
     typename Family::options plain{}, zeroed{};
     zeroed.zero_masked_rows = true;
     std::vector<T> y(rows * ld, T(-7)), want(rows * ld, T(-7));
@@ -234,9 +238,9 @@ void check_zero_masked_rows(const char* name) {
     const auto dy = random_matrix<T>(5);
     std::vector<T> dx(rows * ld, T(-7));
     typename Family::grads grads{};
-    smax::api::backward<Family, Dispatch>(x.data(), ld, y.data(), ld, dy.data(), ld, dx.data(), ld,
-                                          rows, cols, zeroed,
-                                          Family::backward_form == shape::from_input_with_grads ? &grads : nullptr);
+    smax::api::backward<Family, Dispatch>(
+        x.data(), ld, y.data(), ld, dy.data(), ld, dx.data(), ld, rows, cols, zeroed,
+        Family::backward_form == shape::from_input_with_grads ? &grads : nullptr);
     for (std::size_t c = 0; c < cols; ++c)
       EXPECT_EQ(dx[ld + c], log ? dy[ld + c] : T(0)) << name << ": backward of an all-masked row";
     for (std::size_t c = 0; c < cols; ++c) {
@@ -245,26 +249,29 @@ void check_zero_masked_rows(const char* name) {
   }
 }
 
-#define SMAX_MATRIX_ZERO_ROWS(name, extra)                                                     \
-  check_zero_masked_rows<smax::api::name##_family, smax::api::header_only, float>(#name);      \
-  check_zero_masked_rows<smax::api::name##_family, smax::api::header_only, double>(#name);     \
+#define SMAX_MATRIX_ZERO_ROWS(name, extra)                                                 \
+  check_zero_masked_rows<smax::api::name##_family, smax::api::header_only, float>(#name);  \
+  check_zero_masked_rows<smax::api::name##_family, smax::api::header_only, double>(#name); \
   check_zero_masked_rows<smax::api::name##_family, smax::runtime::dispatch::chosen, float>(#name);
-TEST(family_matrix, zero_masked_rows) { SMAX_FAMILIES(SMAX_MATRIX_ZERO_ROWS) }
+TEST(family_matrix, zero_masked_rows){SMAX_FAMILIES(SMAX_MATRIX_ZERO_ROWS)}
 
 // The extra forms: the online state (softmax) and sparsemax's threshold and loss, header-only
 // and runtime.
 TEST(family_matrix, extra_forms) {
   const auto x = random_matrix<float>(3);
   float y[cols], z[cols];
-  const auto s = smax::online_reduce(x.data(), cols), sr = smax::runtime::online_reduce(x.data(), cols);
+  const auto s = smax::online_reduce(x.data(), cols),
+             sr = smax::runtime::online_reduce(x.data(), cols);
   EXPECT_NEAR(s.sum, sr.sum, 1e-5 * s.sum);
   smax::online_normalize(s, x.data(), y, cols);
   smax::runtime::online_log_normalize(sr, x.data(), z, cols);
   for (std::size_t i = 0; i < cols; ++i) EXPECT_NEAR(std::log(y[i]), z[i], 1e-5);
-  const auto t = smax::sparsemax_tau(x.data(), cols), tr = smax::runtime::sparsemax_tau(x.data(), cols);
+  const auto t = smax::sparsemax_tau(x.data(), cols),
+             tr = smax::runtime::sparsemax_tau(x.data(), cols);
   EXPECT_EQ(t.support_size, tr.support_size);
   EXPECT_NEAR(t.tau, tr.tau, 1e-5);
-  EXPECT_NEAR(smax::sparsemax_loss(x.data(), cols, 5), smax::runtime::sparsemax_loss(x.data(), cols, 5), 1e-5);
+  EXPECT_NEAR(smax::sparsemax_loss(x.data(), cols, 5),
+              smax::runtime::sparsemax_loss(x.data(), cols, 5), 1e-5);
   smax::sparsemax_loss_backward(x.data(), cols, 5, 1.0f, y);
   smax::runtime::sparsemax_loss_backward(x.data(), cols, 5, 1.0f, z);
   for (std::size_t i = 0; i < cols; ++i) EXPECT_NEAR(y[i], z[i], 1e-5);

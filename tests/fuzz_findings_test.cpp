@@ -3,11 +3,11 @@
 // disabled) until their fix lands: enable the test and delete the matching entry of
 // fuzz/known_defects.hpp together.
 
-#include <smax/smax.hpp>
+#include <smax/online.hpp>
 #include <smax/reference/multimax.hpp>
 #include <smax/reference/softpick.hpp>
 #include <smax/reference/ssmax.hpp>
-#include <smax/online.hpp>
+#include <smax/smax.hpp>
 
 #include "test_support.hpp"
 
@@ -54,9 +54,12 @@ void expect_online_state_matches(std::vector<T> const& x, T t, bool log) {
   for (std::size_t i = 0; i < n; ++i) {
     const double spread = static_cast<double>((m - x[i]) / t);
     if (log)
-      EXPECT_TRUE(matches(y[i], ref[i], 0.0, eps * (std::fabs(static_cast<double>(ref[i])) + 1 + std::log(double(n))), i, false));
+      EXPECT_TRUE(matches(y[i], ref[i], 0.0,
+                          eps * (std::fabs(static_cast<double>(ref[i])) + 1 + std::log(double(n))),
+                          i, false));
     else
-      EXPECT_TRUE(matches(y[i], ref[i], softmax_rtol<T> + eps * (std::isfinite(spread) ? spread : 0.0),
+      EXPECT_TRUE(matches(y[i], ref[i],
+                          softmax_rtol<T> + eps * (std::isfinite(spread) ? spread : 0.0),
                           std::numeric_limits<T>::min(), i));
   }
 }
@@ -75,7 +78,8 @@ TYPED_TEST(fuzz_findings, subnormal_inverse_temperature_with_a_mask) {
       x[n - 1] = -infinity<T>;
       x[n / 2] = -std::numeric_limits<T>::max();
       for (auto a : all_algorithms)
-        for (bool log : {false, true}) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n << ", T = " << t;
+        for (bool log : {false, true})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n << ", T = " << t;
     }
     for (bool log : {false, true}) {
       expect_online_state_matches<TypeParam>(std::vector<T>(64, T(0)), t, log);
@@ -104,7 +108,8 @@ TYPED_TEST(fuzz_findings, inverse_temperature_overflows) {
     if (n > 3) near_zero[2] = subnormal_steps[3] = -infinity<T>;
     for (auto const& x : {near_zero, subnormal_steps})
       for (auto a : all_algorithms)
-        for (bool log : {false, true}) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n;
+        for (bool log : {false, true})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n;
     if (n > 1)
       for (bool log : {false, true}) {
         expect_online_state_matches<TypeParam>(near_zero, t, log);
@@ -116,11 +121,14 @@ TYPED_TEST(fuzz_findings, inverse_temperature_overflows) {
       const auto& x = subnormal_steps;
       std::vector<T> y(n), dy(n), dx(n);
       // Gradients small enough that dy/T stays finite, large enough that no product is subnormal.
-      for (std::size_t i = 0; i < n; ++i) dy[i] = (sizeof(T) == 4 ? T(1e-30) : T(1e-300)) * T(1 + i % 5);
+      for (std::size_t i = 0; i < n; ++i)
+        dy[i] = (sizeof(T) == 4 ? T(1e-30) : T(1e-300)) * T(1 + i % 5);
       forward<TypeParam>(algorithm_id::three_pass, log, x.data(), y.data(), n, t);
-      TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, t, log ? smax::kernels::flag_log : 0u);
+      TypeParam::table::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, t,
+                                 log ? smax::kernels::flag_log : 0u);
       std::vector<long double> yl(y.begin(), y.end()), dyl(dy.begin(), dy.end());
-      const auto ref = smax::reference::backward(yl, dyl, log, {static_cast<long double>(t), false});
+      const auto ref =
+          smax::reference::backward(yl, dyl, log, {static_cast<long double>(t), false});
       long double second = 0;
       for (std::size_t i = 0; i < n; ++i) second += std::fabs(log ? dyl[i] : dyl[i] * yl[i]);
       const double eps = sizeof(T) == 4 ? 0x1p-23 : 0x1p-52;
@@ -152,11 +160,12 @@ TYPED_TEST(fuzz_findings, softpick_large_maximum_within_bound) {
     for (double eps : {1e30, 1e10, 1.0}) {
       const std::vector<T> x = {T(0), m, T(0)};
       std::vector<T> y(3);
-      smax::kernels::softpick_table<typename TypeParam::arch>::forward(x.data(), 3, y.data(), 3, 1, 3, eps,
-                                                                        smax::kernels::softpick_algorithm::automatic);
+      smax::kernels::softpick_table<typename TypeParam::arch>::forward(
+          x.data(), 3, y.data(), 3, 1, 3, eps, smax::kernels::softpick_algorithm::automatic);
       const auto ref = smax::reference::softpick(x.data(), 3, static_cast<long double>(eps));
       for (std::size_t i = 0; i < 3; ++i)
-        EXPECT_TRUE(matches(y[i], ref[i], rtol, std::numeric_limits<T>::min(), i)) << "m = " << m << ", eps = " << eps;
+        EXPECT_TRUE(matches(y[i], ref[i], rtol, std::numeric_limits<T>::min(), i))
+            << "m = " << m << ", eps = " << eps;
     }
 }
 
@@ -175,7 +184,8 @@ TYPED_TEST(fuzz_findings, softpick_backward_stated_bound_with_large_eps) {
   table::forward(x.data(), n, y.data(), n, 1, n, eps, smax::kernels::softpick_algorithm::automatic);
   table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, eps);
   std::vector<long double> dyl(dy.begin(), dy.end());
-  const auto ref = smax::reference::softpick_backward(x.data(), dyl, n, static_cast<long double>(eps));
+  const auto ref =
+      smax::reference::softpick_backward(x.data(), dyl, n, static_cast<long double>(eps));
   long double s = eps, c = 0, abs_c = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (x[i] == -infinity<T>) continue;
@@ -185,7 +195,8 @@ TYPED_TEST(fuzz_findings, softpick_backward_stated_bound_with_large_eps) {
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (x[i] == -infinity<T>) continue;
-    const double bound = static_cast<double>(8 * r / s * (std::fabs(dyl[i]) + std::fabs(c) + abs_c));
+    const double bound =
+        static_cast<double>(8 * r / s * (std::fabs(dyl[i]) + std::fabs(c) + abs_c));
     EXPECT_LE(std::fabs(static_cast<double>(dx[i] - ref[i])), bound) << "at " << i;
   }
 }
@@ -203,10 +214,11 @@ TYPED_TEST(fuzz_findings, ssmax_lambda_times_max_overflows) {
   o.s = sizeof(T) == 4 ? 1e10 : 1e300;
   o.bias = 0.5;
   o.n = 18;
-  smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), n, y.data(), n, 1, n, o, smax::api::algorithm_choice::automatic);
+  smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), n, y.data(), n, 1, n, o,
+                                   smax::api::algorithm_choice::automatic);
   for (std::size_t i = 0; i < n; ++i)
-    EXPECT_TRUE(matches(y[i], x[i] == T(1e30) ? 1.0L / (n - 2) : 0.0L, sizeof(T) == 4 ? 1e-6 : 1e-14,
-                        std::numeric_limits<T>::min(), i));
+    EXPECT_TRUE(matches(y[i], x[i] == T(1e30) ? 1.0L / (n - 2) : 0.0L,
+                        sizeof(T) == 4 ? 1e-6 : 1e-14, std::numeric_limits<T>::min(), i));
 }
 
 // double SSMax with a tiny λ on large entries: λ = 1e-30·ln 1000, 95 copies of 1e38 with one at
@@ -222,15 +234,16 @@ TYPED_TEST(fuzz_findings, ssmax_tiny_lambda_on_large_entries) {
     smax::ssmax_options o;
     o.s = s;
     o.n = 1000;
-    smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), 95, y.data(), 95, 1, 95, o,
-                                     smax::api::algorithm_choice::automatic);
+    smax::api::ssmax_family::forward(typename TypeParam::arch{}, x.data(), 95, y.data(), 95, 1, 95,
+                                     o, smax::api::algorithm_choice::automatic);
     const long double lambda = s * std::log(1000.0L);
     const auto ref = smax::reference::ssmax(x.data(), 95, lambda);
     // The header's bound; λ's own rounding (to double, then T) is relative to λ here (b = 0).
     const double d = static_cast<double>(std::fabs(static_cast<long double>(x[0]) - x[60]));
     const double bound = (sizeof(T) == 4 ? 1e-6 + d * std::fabs((double)lambda) * 0x1p-22
                                          : 1e-14 + d * std::fabs((double)lambda) * 0x1p-51);
-    for (std::size_t i = 0; i < 95; ++i) EXPECT_TRUE(matches(y[i], ref[i], bound, 0, i)) << "s = " << s;
+    for (std::size_t i = 0; i < 95; ++i)
+      EXPECT_TRUE(matches(y[i], ref[i], bound, 0, i)) << "s = " << s;
   }
 }
 
@@ -252,7 +265,8 @@ TYPED_TEST(fuzz_findings, huge_scale_keeps_subnormal_differences) {
   const auto ref = smax::reference::ssmax(x.data(), n, lambda);
   // The header's bound: |x_i - m|·|λ|·2^-22 (2^-51) and λ's rounding are below 1e-8 here.
   for (std::size_t i = 0; i < n; ++i)
-    EXPECT_TRUE(matches(y[i], ref[i], sizeof(T) == 4 ? 1.01e-6 : 1.01e-14, std::numeric_limits<T>::min(), i));
+    EXPECT_TRUE(matches(y[i], ref[i], sizeof(T) == 4 ? 1.01e-6 : 1.01e-14,
+                        std::numeric_limits<T>::min(), i));
   const T t = static_cast<T>(1 / lambda);
   for (auto a : all_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, false, x, t)));
 }
@@ -271,7 +285,8 @@ TYPED_TEST(fuzz_findings, multimax_bound_through_exp) {
   const std::size_t n = 37;
   std::vector<T> x(n), y(n);
   for (std::size_t i = 0; i < n; ++i) x[i] = T(1e-5) * T(i % 11) - T(2e-5) * T(i % 3);
-  smax::kernels::multimax_table<typename TypeParam::arch>::forward(x.data(), n, y.data(), n, 1, n, p);
+  smax::kernels::multimax_table<typename TypeParam::arch>::forward(x.data(), n, y.data(), n, 1, n,
+                                                                   p);
   const auto ref = smax::reference::multimax(x.data(), n, q);
   const double wscale = sizeof(T) == 4 ? 0x1p-20 : 0x1p-49, rtol = sizeof(T) == 4 ? 1e-6 : 1e-14;
   std::vector<long double> w(n);
@@ -301,14 +316,17 @@ TYPED_TEST(fuzz_findings, blocked_three_pass_max_over_t_overflows) {
   for (std::size_t n : {std::size_t(1624), std::size_t(5000)}) {
     for (int pattern = 0; pattern < 3; ++pattern) {
       std::vector<T> x(n);
-      for (std::size_t i = 0; i < n; ++i) x[i] = (i % 3 == 0 ? T(-1) : T(1)) * T(1e36) * (T(1) + T(i % 97) * T(1e-3));
+      for (std::size_t i = 0; i < n; ++i)
+        x[i] = (i % 3 == 0 ? T(-1) : T(1)) * T(1e36) * (T(1) + T(i % 97) * T(1e-3));
       if (pattern == 1)
         for (std::size_t i = 0; i < n / 2; ++i) x[i] = -std::fabs(x[i]);
       if (pattern == 2) x[5] = x[n - 3] = -infinity<T>;
       x[n - 1] = x[n / 3] = T(2e36);
       for (bool log : {false, true})
-        for (auto a : {algorithm_id::automatic, algorithm_id::blocked_three_pass, algorithm_id::online})
-          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n << ", pattern " << pattern;
+        for (auto a :
+             {algorithm_id::automatic, algorithm_id::blocked_three_pass, algorithm_id::online})
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t)))
+              << "n = " << n << ", pattern " << pattern;
     }
   }
 }
@@ -325,34 +343,36 @@ TYPED_TEST(fuzz_findings, stablemax_backward_at_the_given_output) {
   // The second row is like the fuzzer's second finding (2803 entries near ±4e19, gradients up to
   // 1e30): Σdy was summed sequentially, its rounding growing with n (3.7e-15 of dx, over 16ε).
   for (int row = 0; row < 2; ++row) {
-  const std::size_t n = row == 0 ? 3389 : 2803;
-  const auto x = row == 0 ? random_row<T>(n, 1e38, 0, 11) : random_row<T>(n, 1e20, 0, 13);
-  auto dy = row == 0 ? random_row<T>(n, 4, 0, 12) : random_row<T>(n, 2e30, 0, 14);
-  if (row == 1)
-    for (std::size_t i = 0; i < n; i += 3) dy[i] *= T(1e-20);
-  for (bool log : {false, true}) {
-    std::vector<T> y(n), dx(n);
-    table::forward(x.data(), n, y.data(), n, 1, n, log);
-    table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, log);
-    std::vector<long double> p(n);
-    long double dot = 0, total = 0, weighted = 0, abs_total = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      p[i] = log ? std::exp(static_cast<long double>(y[i])) : static_cast<long double>(y[i]);
-      dot += p[i] * dy[i];
-      total += dy[i];
-      weighted += p[i] * std::fabs(static_cast<long double>(dy[i]));
-      abs_total += std::fabs(static_cast<long double>(dy[i]));
+    const std::size_t n = row == 0 ? 3389 : 2803;
+    const auto x = row == 0 ? random_row<T>(n, 1e38, 0, 11) : random_row<T>(n, 1e20, 0, 13);
+    auto dy = row == 0 ? random_row<T>(n, 4, 0, 12) : random_row<T>(n, 2e30, 0, 14);
+    if (row == 1)
+      for (std::size_t i = 0; i < n; i += 3) dy[i] *= T(1e-20);
+    for (bool log : {false, true}) {
+      std::vector<T> y(n), dx(n);
+      table::forward(x.data(), n, y.data(), n, 1, n, log);
+      table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, log);
+      std::vector<long double> p(n);
+      long double dot = 0, total = 0, weighted = 0, abs_total = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        p[i] = log ? std::exp(static_cast<long double>(y[i])) : static_cast<long double>(y[i]);
+        dot += p[i] * dy[i];
+        total += dy[i];
+        weighted += p[i] * std::fabs(static_cast<long double>(dy[i]));
+        abs_total += std::fabs(static_cast<long double>(dy[i]));
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        const long double g = 1 / (1 + std::fabs(static_cast<long double>(x[i])));
+        const long double d = dy[i];
+        const long double want = log ? g * (d - p[i] * total) : g * p[i] * (d - dot);
+        const long double bound =
+            16 * eps * g *
+                (log ? std::fabs(d) + p[i] * abs_total : p[i] * std::fabs(d) + p[i] * weighted) +
+            std::numeric_limits<T>::min();
+        EXPECT_LE(std::fabs(dx[i] - want), bound)
+            << "at " << i << (log ? ", log" : "") << ", row " << row;
+      }
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      const long double g = 1 / (1 + std::fabs(static_cast<long double>(x[i])));
-      const long double d = dy[i];
-      const long double want = log ? g * (d - p[i] * total) : g * p[i] * (d - dot);
-      const long double bound =
-          16 * eps * g * (log ? std::fabs(d) + p[i] * abs_total : p[i] * std::fabs(d) + p[i] * weighted) +
-          std::numeric_limits<T>::min();
-      EXPECT_LE(std::fabs(dx[i] - want), bound) << "at " << i << (log ? ", log" : "") << ", row " << row;
-    }
-  }
   }
 }
 

@@ -36,7 +36,9 @@ const params spec_vector{{0.5, 0.3, 0.1, 0.05}, {0, 0, 0, 0}};
 const params reversing{{1.75, -0.4, 0.03, -0.02}, {-0.5, 0.25, -3, 3}};
 const params all_sets[] = {zero_params, mild, spec_vector, reversing};
 
-bool all_zero_t(params const& p) { return p.t == std::array<double, 4>{0, 0, 0, 0}; }
+bool all_zero_t(params const& p) {
+  return p.t == std::array<double, 4>{0, 0, 0, 0};
+}
 
 // The parameters as the kernel for T uses them (rounded to T), and the reference's copy of those.
 template <class T>
@@ -70,7 +72,8 @@ long double magnitude(T x, smax::reference::multimax_parameters const& q) {
   long double r = 0;
   for (auto v : q.r) r = std::fmax(r, std::fabs(v));
   const long double w = std::fabs(static_cast<long double>(x)) + r;
-  return (1 + std::fabs(q.t[0]) + std::fabs(q.t[1])) * w + (std::fabs(q.t[2]) + std::fabs(q.t[3])) * w * w;
+  return (1 + std::fabs(q.t[0]) + std::fabs(q.t[1])) * w +
+         (std::fabs(q.t[2]) + std::fabs(q.t[3])) * w * w;
 }
 
 // S(x) = 1 + |t0|·[x < r0] + |t1|·[x > r1] + 2|t2|·relu(r2 - x) + 2|t3|·relu(x - r3): the
@@ -78,21 +81,31 @@ long double magnitude(T x, smax::reference::multimax_parameters const& q) {
 inline long double slope_magnitude(long double x, smax::reference::multimax_parameters const& q) {
   using smax::reference::multimax_relu;
   return 1 + std::fabs(q.t[0]) * (x < q.r[0]) + std::fabs(q.t[1]) * (x > q.r[1]) +
-         2 * std::fabs(q.t[2]) * multimax_relu(q.r[2] - x) + 2 * std::fabs(q.t[3]) * multimax_relu(x - q.r[3]);
+         2 * std::fabs(q.t[2]) * multimax_relu(q.r[2] - x) +
+         2 * std::fabs(q.t[3]) * multimax_relu(x - q.r[3]);
 }
 
 // |what gz multiplies| at x in the sum for parameter k (0-3: t0..t3, 4-7: r0..r3), |t| included.
-inline long double gradient_factor(int k, long double x, smax::reference::multimax_parameters const& q) {
+inline long double gradient_factor(int k, long double x,
+                                   smax::reference::multimax_parameters const& q) {
   using smax::reference::multimax_relu;
   switch (k) {
-    case 0: return multimax_relu(q.r[0] - x);
-    case 1: return multimax_relu(x - q.r[1]);
-    case 2: return multimax_relu(q.r[2] - x) * multimax_relu(q.r[2] - x);
-    case 3: return multimax_relu(x - q.r[3]) * multimax_relu(x - q.r[3]);
-    case 4: return std::fabs(q.t[0]) * (x < q.r[0]);
-    case 5: return std::fabs(q.t[1]) * (x > q.r[1]);
-    case 6: return 2 * std::fabs(q.t[2]) * multimax_relu(q.r[2] - x);
-    default: return 2 * std::fabs(q.t[3]) * multimax_relu(x - q.r[3]);
+    case 0:
+      return multimax_relu(q.r[0] - x);
+    case 1:
+      return multimax_relu(x - q.r[1]);
+    case 2:
+      return multimax_relu(q.r[2] - x) * multimax_relu(q.r[2] - x);
+    case 3:
+      return multimax_relu(x - q.r[3]) * multimax_relu(x - q.r[3]);
+    case 4:
+      return std::fabs(q.t[0]) * (x < q.r[0]);
+    case 5:
+      return std::fabs(q.t[1]) * (x > q.r[1]);
+    case 6:
+      return 2 * std::fabs(q.t[2]) * multimax_relu(q.r[2] - x);
+    default:
+      return 2 * std::fabs(q.t[3]) * multimax_relu(x - q.r[3]);
   }
 }
 
@@ -104,12 +117,14 @@ struct backward_bounds {
   std::array<long double, 8> params{};
 };
 template <class T>
-backward_bounds<T> backward_bound(std::vector<T> const& x, std::vector<T> const& y, std::vector<T> const& dy,
+backward_bounds<T> backward_bound(std::vector<T> const& x, std::vector<T> const& y,
+                                  std::vector<T> const& dy,
                                   smax::reference::multimax_parameters const& q) {
   const long double eps = std::numeric_limits<T>::epsilon();
   const std::size_t n = x.size();
   long double d = 0;
-  for (std::size_t i = 0; i < n; ++i) d += static_cast<long double>(y[i]) * std::fabs(static_cast<long double>(dy[i]));
+  for (std::size_t i = 0; i < n; ++i)
+    d += static_cast<long double>(y[i]) * std::fabs(static_cast<long double>(dy[i]));
   backward_bounds<T> b;
   b.dx.assign(n, 0.0L);
   for (std::size_t i = 0; i < n; ++i) {
@@ -139,8 +154,10 @@ template <class C, class T>
   std::size_t failures = 0;
   ::testing::AssertionResult first = ::testing::AssertionSuccess();
   for (std::size_t i = 0; i < n; ++i) {
-    const double m_i = std::isfinite(x[i]) ? static_cast<double>(magnitude(x[i], q) + max_magnitude) : 0.0;
-    const auto r = matches(y[i], ref[i], softmax_rtol<T> + sigma_eps * m_i, std::numeric_limits<T>::min(), i);
+    const double m_i =
+        std::isfinite(x[i]) ? static_cast<double>(magnitude(x[i], q) + max_magnitude) : 0.0;
+    const auto r =
+        matches(y[i], ref[i], softmax_rtol<T> + sigma_eps * m_i, std::numeric_limits<T>::min(), i);
     if (!r && failures++ == 0) first = r;
   }
   if (failures == 0) return ::testing::AssertionSuccess();
@@ -160,14 +177,17 @@ TYPED_TEST(multimax_test, every_length_around_the_vector_width) {
 TYPED_TEST(multimax_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+  for (std::size_t n :
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
     for (double spread : {20.0, 200.0})
       for (double offset : {0.0, 1000.0, -1000.0}) {
         if (n > 5000 && offset != 0.0) continue;
         const auto x = random_row<T>(n, spread, offset, static_cast<unsigned>(n + spread));
         for (std::size_t k = 0; k < 4; ++k) {
-          if (n > 5000 && k != 1 && k != 3) continue;  // long rows: mild and reversing only (the cost is the reference)
-          EXPECT_TRUE((matches_reference<TypeParam>(all_sets[k], x))) << "spread " << spread << ", offset " << offset;
+          if (n > 5000 && k != 1 && k != 3)
+            continue;  // long rows: mild and reversing only (the cost is the reference)
+          EXPECT_TRUE((matches_reference<TypeParam>(all_sets[k], x)))
+              << "spread " << spread << ", offset " << offset;
         }
       }
 }
@@ -187,16 +207,19 @@ TYPED_TEST(multimax_test, long_rows_with_a_large_modulation) {
     params p;
     T value;
   };
-  const row_case cases[] = {{square, is_float ? T(-5472) : T(-1.4e7)}, {square, is_float ? T(-6680) : T(-4e8)},
-                            {square, is_float ? T(-3e4) : T(-1e9)},    {linear, is_float ? T(-3.5e7) : T(-1.5e17)},
-                            {linear, is_float ? T(-1e9) : T(-1e18)},   {square, T(-2)}};
-  for (std::size_t n : {std::size_t(17), std::size_t(33), std::size_t(65), std::size_t(100), std::size_t(1000)}) {
+  const row_case cases[] = {
+      {square, is_float ? T(-5472) : T(-1.4e7)}, {square, is_float ? T(-6680) : T(-4e8)},
+      {square, is_float ? T(-3e4) : T(-1e9)},    {linear, is_float ? T(-3.5e7) : T(-1.5e17)},
+      {linear, is_float ? T(-1e9) : T(-1e18)},   {square, T(-2)}};
+  for (std::size_t n :
+       {std::size_t(17), std::size_t(33), std::size_t(65), std::size_t(100), std::size_t(1000)}) {
     for (auto const& c : cases) {
       const std::vector<T> x(n, c.value);
       std::vector<T> y(n);
       forward<TypeParam>(c.p, x.data(), y.data(), n);
       for (std::size_t i = 0; i < n; ++i)
-        ASSERT_TRUE(matches(y[i], 1.0L / n, softmax_rtol<T>, 0.0, i)) << "x = " << c.value << ", n = " << n;
+        ASSERT_TRUE(matches(y[i], 1.0L / n, softmax_rtol<T>, 0.0, i))
+            << "x = " << c.value << ", n = " << n;
     }
     // Below r3 the modulation is exactly 0: the result is softmax's, within softmax's bound.
     const auto x = random_row<T>(n, 20.0, is_float ? -6680.0 : -4e8, static_cast<unsigned>(n));
@@ -204,7 +227,8 @@ TYPED_TEST(multimax_test, long_rows_with_a_large_modulation) {
     forward<TypeParam>(square, x.data(), y.data(), n);
     const auto ref = smax::reference::softmax(x.data(), n, false);
     for (std::size_t i = 0; i < n; ++i)
-      ASSERT_TRUE(matches(y[i], ref[i], softmax_rtol<T>, std::numeric_limits<T>::min(), i)) << "n = " << n;
+      ASSERT_TRUE(matches(y[i], ref[i], softmax_rtol<T>, std::numeric_limits<T>::min(), i))
+          << "n = " << n;
   }
 }
 
@@ -215,7 +239,8 @@ TYPED_TEST(multimax_test, rows_backward_equals_single_rows) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::multimax_table<typename TypeParam::arch>;
   const std::size_t rows = 5;
-  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+  for (std::size_t cols :
+       {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
     for (auto const& p : all_sets) {
       const std::size_t ld = cols + 7;
       const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
@@ -226,14 +251,18 @@ TYPED_TEST(multimax_test, rows_backward_equals_single_rows) {
       double batched[8] = {}, single[8] = {};
       EXPECT_TRUE(rows_equal_single_rows<T>(
           rows, cols, ld,
-          [&](T* dx) { table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, k, batched); },
+          [&](T* dx) {
+            table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, k,
+                            batched);
+          },
           [&](std::size_t r, T* dx) {
             double g[8];  // overwritten by each call: summed here
-            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1,
-                            cols, k, g);
+            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld,
+                            cols, dx, cols, 1, cols, k, g);
             for (int j = 0; j < 8; ++j) single[j] += g[j];
           }));
-      for (int j = 0; j < 8; ++j) EXPECT_NEAR(batched[j], single[j], 1e-12 * (1 + std::fabs(single[j]))) << j;
+      for (int j = 0; j < 8; ++j)
+        EXPECT_NEAR(batched[j], single[j], 1e-12 * (1 + std::fabs(single[j]))) << j;
     }
 }
 
@@ -249,7 +278,8 @@ TYPED_TEST(multimax_test, zero_parameters_are_softmax_bit_for_bit) {
     TypeParam::table::forward(x.data(), n, s.data(), n, 1, n, T(1), 0u, algorithm_id::three_pass);
     for (std::size_t i = 0; i < n; ++i)
       if (!(y[i] == s[i] || (std::isnan(y[i]) && std::isnan(s[i]))))
-        return ::testing::AssertionFailure() << "at " << i << " of " << n << ": " << y[i] << " vs " << s[i];
+        return ::testing::AssertionFailure()
+               << "at " << i << " of " << n << ": " << y[i] << " vs " << s[i];
     return ::testing::AssertionSuccess();
   };
   for (std::size_t n = 1; n <= 16 * TypeParam::width + 1; ++n) {
@@ -272,7 +302,8 @@ TYPED_TEST(multimax_test, zero_parameters_are_softmax_bit_for_bit) {
 TYPED_TEST(multimax_test, masked_entry_at_every_position) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {3 * TypeParam::width + 3, 4 * TypeParam::width + 3}) {  // short and long rows
+  for (std::size_t n :
+       {3 * TypeParam::width + 3, 4 * TypeParam::width + 3}) {  // short and long rows
     for (std::size_t i = 0; i < n; ++i) {
       auto x = random_row<T>(n, 10.0, 0.0, 7);
       x[i] = -infinity<T>;
@@ -334,8 +365,16 @@ TYPED_TEST(multimax_test, spec_inputs) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const T sub = std::numeric_limits<T>::denorm_min();
   const std::vector<std::vector<T>> rows = {
-      {1, 2, 3}, {5, 5, 5, 5, 5}, {2, 2, 1, 1, 0}, {-3, -2, -1, -7}, {1000, -1000, 0},
-      {sub, -sub, 0, T(1e-30)}, {T(4)}, {T(-4)}, {-5, -6, T(-7.5)}, {-1, 1, -2, 2, T(-0.5), T(0.25)},
+      {1, 2, 3},
+      {5, 5, 5, 5, 5},
+      {2, 2, 1, 1, 0},
+      {-3, -2, -1, -7},
+      {1000, -1000, 0},
+      {sub, -sub, 0, T(1e-30)},
+      {T(4)},
+      {T(-4)},
+      {-5, -6, T(-7.5)},
+      {-1, 1, -2, 2, T(-0.5), T(0.25)},
   };
   for (auto const& x : rows)
     for (auto const& p : all_sets) EXPECT_TRUE((matches_reference<TypeParam>(p, x)));
@@ -383,7 +422,8 @@ TYPED_TEST(multimax_test, flatten_below) {
   const auto q = reference_params<T>(flat);
   long double max_magnitude = 0;
   for (T v : x) max_magnitude = std::fmax(max_magnitude, magnitude(v, q));
-  const double rtol = 2 * (softmax_rtol<T> + (sizeof(T) == 4 ? 0x1p-20 : 0x1p-49) * 2 * static_cast<double>(max_magnitude));
+  const double rtol = 2 * (softmax_rtol<T> + (sizeof(T) == 4 ? 0x1p-20 : 0x1p-49) * 2 *
+                                                 static_cast<double>(max_magnitude));
   T below = -1;
   std::size_t count = 0;
   for (std::size_t i = 0; i < n; ++i)
@@ -436,8 +476,8 @@ TYPED_TEST(multimax_test, rows_with_leading_dimension_and_in_place) {
     const std::size_t rows = 5, ld = cols + 3;
     const auto x = random_row<T>(rows * ld, 20.0, 0.0, 21);
     std::vector<T> y(rows * ld, T(-7));
-    smax::kernels::multimax_table<typename TypeParam::arch>::forward(x.data(), ld, y.data(), ld, rows, cols,
-                                                                     kernel_params<T>(mild));
+    smax::kernels::multimax_table<typename TypeParam::arch>::forward(
+        x.data(), ld, y.data(), ld, rows, cols, kernel_params<T>(mild));
     for (std::size_t r = 0; r < rows; ++r) {
       std::vector<T> expected(cols);
       forward<TypeParam>(mild, x.data() + r * ld, expected.data(), cols);
@@ -458,8 +498,8 @@ TYPED_TEST(multimax_test, short_row_batches_equal_single_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t rows = 11;
-  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width, 3 * TypeParam::width + 1,
-                           4 * TypeParam::width}) {
+  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width,
+                           3 * TypeParam::width + 1, 4 * TypeParam::width}) {
     auto x = random_row<T>(rows * cols, 20.0, 0.0, static_cast<unsigned>(cols));
     for (std::size_t c = 0; c < cols; ++c) x[1 * cols + c] = -infinity<T>;  // all masked
     x[2 * cols + cols / 2] = quiet_nan<T>;
@@ -467,8 +507,8 @@ TYPED_TEST(multimax_test, short_row_batches_equal_single_rows) {
     x[9 * cols + cols / 3] = -infinity<T>;
     for (auto const& p : all_sets) {
       std::vector<T> y(rows * cols);
-      smax::kernels::multimax_table<typename TypeParam::arch>::forward(x.data(), cols, y.data(), cols, rows,
-                                                                       cols, kernel_params<T>(p));
+      smax::kernels::multimax_table<typename TypeParam::arch>::forward(
+          x.data(), cols, y.data(), cols, rows, cols, kernel_params<T>(p));
       for (std::size_t r = 0; r < rows; ++r) {
         std::vector<T> single(cols);
         forward<TypeParam>(p, x.data() + r * cols, single.data(), cols);
@@ -480,7 +520,8 @@ TYPED_TEST(multimax_test, short_row_batches_equal_single_rows) {
             EXPECT_EQ(got, single[c]) << "row " << r << ", col " << c << ", cols " << cols;
         }
         if (r != 1 && r != 2 && r != 6) {
-          EXPECT_TRUE((matches_reference<TypeParam>(p, std::vector<T>(x.begin() + r * cols, x.begin() + (r + 1) * cols))));
+          EXPECT_TRUE((matches_reference<TypeParam>(
+              p, std::vector<T>(x.begin() + r * cols, x.begin() + (r + 1) * cols))));
         }
       }
     }
@@ -511,7 +552,8 @@ TYPED_TEST(multimax_test, backward_against_finite_differences) {
           x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, kernel_params<T>(p), grads);
       const auto bound = backward_bound(x, y, dy, q);
       // L(x, t, r) = <dy, multimax(x)>, masked outputs (always 0) left out.
-      auto loss = [&](std::vector<long double> const& xs, smax::reference::multimax_parameters const& qs) {
+      auto loss = [&](std::vector<long double> const& xs,
+                      smax::reference::multimax_parameters const& qs) {
         const auto f = smax::reference::multimax(xs.data(), n, qs);
         long double l = 0;
         for (std::size_t j = 0; j < n; ++j)
@@ -529,7 +571,8 @@ TYPED_TEST(multimax_test, backward_against_finite_differences) {
         xp[i] += h;
         xm[i] -= h;
         const long double d = (loss(xp, q) - loss(xm, q)) / (2 * h);
-        EXPECT_NEAR(dx[i], static_cast<double>(d), static_cast<double>(bound.dx[i] + 1e-11L * (1 + std::fabs(d))))
+        EXPECT_NEAR(dx[i], static_cast<double>(d),
+                    static_cast<double>(bound.dx[i] + 1e-11L * (1 + std::fabs(d))))
             << "dx, i = " << i << ", n = " << n << ", t0 = " << p.t[0];
       }
       for (int k = 0; k < 8; ++k) {
@@ -538,7 +581,8 @@ TYPED_TEST(multimax_test, backward_against_finite_differences) {
         (k < 4 ? qm.t[k] : qm.r[k - 4]) -= h;
         const long double d = (loss(x0, qp) - loss(x0, qm)) / (2 * h);
         EXPECT_NEAR(grads[k], static_cast<double>(d),
-                    static_cast<double>(bound.params[k] + 8e-6L * std::fabs(d) + 1e-11L * (1 + std::fabs(d))))
+                    static_cast<double>(bound.params[k] + 8e-6L * std::fabs(d) +
+                                        1e-11L * (1 + std::fabs(d))))
             << (k < 4 ? "dt" : "dr") << k % 4 << ", n = " << n << ", t0 = " << p.t[0];
       }
     }
@@ -560,8 +604,9 @@ TYPED_TEST(multimax_test, backward_long_rows_and_edge_cases) {
     smax::kernels::multimax_table<typename TypeParam::arch>::backward(
         x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, kernel_params<T>(p), grads);
     const auto q = reference_params<T>(p);
-    const auto ref = smax::reference::multimax_backward(
-        x.data(), std::vector<long double>(y.begin(), y.end()), std::vector<long double>(dy.begin(), dy.end()), q);
+    const auto ref =
+        smax::reference::multimax_backward(x.data(), std::vector<long double>(y.begin(), y.end()),
+                                           std::vector<long double>(dy.begin(), dy.end()), q);
     const auto bound = backward_bound(x, y, dy, q);
     long double sum = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -570,7 +615,8 @@ TYPED_TEST(multimax_test, backward_long_rows_and_edge_cases) {
         ASSERT_EQ(dx[i], T(0));
         continue;
       }
-      ASSERT_NEAR(dx[i], static_cast<double>(ref.dx[i]), static_cast<double>(bound.dx[i])) << "i = " << i;
+      ASSERT_NEAR(dx[i], static_cast<double>(ref.dx[i]), static_cast<double>(bound.dx[i]))
+          << "i = " << i;
     }
     for (int k = 0; k < 8; ++k) {
       const long double r = k < 4 ? ref.dt[k] : ref.dr[k - 4];
@@ -591,11 +637,13 @@ TYPED_TEST(multimax_test, backward_long_rows_and_edge_cases) {
   forward<TypeParam>(p, xk.data(), yk.data(), 6);
   smax::kernels::multimax_table<typename TypeParam::arch>::backward(
       xk.data(), 6, yk.data(), 6, dyk.data(), 6, dxk.data(), 6, 1, 6, kernel_params<T>(p), nullptr);
-  const auto rk = smax::reference::multimax_backward(
-      xk.data(), std::vector<long double>(yk.begin(), yk.end()), std::vector<long double>(dyk.begin(), dyk.end()), q);
+  const auto rk =
+      smax::reference::multimax_backward(xk.data(), std::vector<long double>(yk.begin(), yk.end()),
+                                         std::vector<long double>(dyk.begin(), dyk.end()), q);
   const auto bk = backward_bound(xk, yk, dyk, q);
   for (std::size_t i = 0; i < 6; ++i)
-    EXPECT_NEAR(dxk[i], static_cast<double>(rk.dx[i]), static_cast<double>(bk.dx[i])) << "kink at x = " << xk[i];
+    EXPECT_NEAR(dxk[i], static_cast<double>(rk.dx[i]), static_cast<double>(bk.dx[i]))
+        << "kink at x = " << xk[i];
   // A NaN row (all masked: y is NaN) gives NaN gradients (E4).
   const std::vector<T> masked(5, -infinity<T>);
   std::vector<T> ym(5), dym(5, T(1)), dxm(5);
@@ -620,7 +668,8 @@ TEST(multimax_api, overloads) {
   smax::multimax(x.data(), y.data(), x.size(), o);
   const smax::reference::multimax_parameters q{{0.1L, 0.1L, -0.01L, 0.01L}, {-1, 1, -2, 2}};
   const auto ref = smax::reference::multimax(x.data(), 4, q);
-  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], static_cast<double>(ref[i]), 2e-6 * static_cast<double>(ref[i]));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(y[i], static_cast<double>(ref[i]), 2e-6 * static_cast<double>(ref[i]));
   std::vector<double> xd = {1, 2, 3}, yd(3);
   smax::multimax(xd.data(), yd.data(), 3, o);
   const auto refd = smax::reference::multimax(xd.data(), 3, q);

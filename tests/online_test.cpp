@@ -14,13 +14,15 @@ TEST(online_state, chunked_equals_whole_row) {
   const auto x = random_row<float>(n, 40.0, 0.0, 3);
   std::vector<float> whole(n), streamed(n);
   smax::softmax(x.data(), whole.data(), n);
-  for (std::size_t chunk : {std::size_t(1), std::size_t(7), std::size_t(1000), std::size_t(4096), n}) {
+  for (std::size_t chunk :
+       {std::size_t(1), std::size_t(7), std::size_t(1000), std::size_t(4096), n}) {
     smax::online_state<float> s;
     for (std::size_t b = 0; b < n; b += chunk)
       s = smax::merge(s, smax::online_reduce(x.data() + b, std::min(chunk, n - b)));
     for (std::size_t b = 0; b < n; b += chunk)
       smax::online_normalize(s, x.data() + b, streamed.data() + b, std::min(chunk, n - b));
-    for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(streamed[i], whole[i], 2e-6f * whole[i]) << chunk;
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_NEAR(streamed[i], whole[i], 2e-6f * whole[i]) << chunk;
   }
 }
 

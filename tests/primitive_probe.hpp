@@ -57,7 +57,8 @@ namespace probe_detail {
 template <class A, class T>
 inline void exp_nonpositive(const T* x, T* y, std::size_t n) noexcept {
   using batch = xsimd::batch<T, A>;
-  smax::primitives::map<A>(x, y, n, [](batch const& v) { return smax::primitives::exp_nonpositive(v); });
+  smax::primitives::map<A>(x, y, n,
+                           [](batch const& v) { return smax::primitives::exp_nonpositive(v); });
 }
 
 template <class A, class T>
@@ -83,7 +84,8 @@ inline void exp_minus_shift(const T* x, T* y, std::size_t n, T max, T temperatur
   namespace primitives = smax::primitives;
   const T inv_t = T(1) / temperature;
   if constexpr (primitives::has_power_of_two_shift<A, true>) {
-    if (inv_t != T(1)) return primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, true>(max, inv_t));
+    if (inv_t != T(1))
+      return primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, true>(max, inv_t));
   }
   primitives::map<A>(x, y, n, primitives::exp_minus_shift<A, T, false>(max, inv_t));
 }
@@ -101,7 +103,8 @@ inline void log_normal(const T* x, T* y, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; i += batch::size) {
     const std::size_t k = n - i < batch::size ? n - i : batch::size;
     smax::primitives::store_partial<A>(
-        y + i, k, smax::primitives::log_normal<A>(smax::primitives::load_partial<A>(x + i, k, T(1))));
+        y + i, k,
+        smax::primitives::log_normal<A>(smax::primitives::load_partial<A>(x + i, k, T(1))));
   }
 }
 template <class A, class T>
@@ -110,7 +113,8 @@ inline void log1p_nonnegative(const T* x, T* y, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; i += batch::size) {
     const std::size_t k = n - i < batch::size ? n - i : batch::size;
     smax::primitives::store_partial<A>(
-        y + i, k, smax::primitives::log1p_nonnegative<A>(smax::primitives::load_partial<A>(x + i, k, T(1))));
+        y + i, k,
+        smax::primitives::log1p_nonnegative<A>(smax::primitives::load_partial<A>(x + i, k, T(1))));
   }
 }
 
@@ -182,6 +186,7 @@ using probe_of = primitive_probe<typename C::arch>;
 
 // One explicit instantiation per instruction set, in its own translation unit: declared extern
 // here for every other one.
-#define SMAX_TEST_DECLARE_PROBE(data, name, type) extern template struct smax_test::primitive_probe<type>;
+#define SMAX_TEST_DECLARE_PROBE(data, name, type) \
+  extern template struct smax_test::primitive_probe<type>;
 SMAX_COMPILED_ARCHS(SMAX_TEST_DECLARE_PROBE, ~)
 #undef SMAX_TEST_DECLARE_PROBE

@@ -19,10 +19,10 @@ TEST(runtime, picks_an_available_instruction_set) {
   const char* forced = std::getenv("SMAX_FORCE_ARCH");
   const char* best = "header-only";
   bool forced_valid = false;
-#define SMAX_TEST_BEST(data, arch, type)                                              \
-  if (smax::detail::arch_available<type>()) {                                        \
-    if (!std::strcmp(best, "header-only")) best = #arch;                             \
-    if (forced && !std::strcmp(forced, #arch)) forced_valid = true;                  \
+#define SMAX_TEST_BEST(data, arch, type)                            \
+  if (smax::detail::arch_available<type>()) {                       \
+    if (!std::strcmp(best, "header-only")) best = #arch;            \
+    if (forced && !std::strcmp(forced, #arch)) forced_valid = true; \
   }
   SMAX_COMPILED_ARCHS(SMAX_TEST_BEST, ~)
 #undef SMAX_TEST_BEST
@@ -52,12 +52,13 @@ TEST(runtime, other_families_use_the_chosen_tables) {
   smax::runtime::dispatch::visit([&](auto arch) {
     using A = decltype(arch);
     smax::runtime::sigmoid(x.data(), a.data(), x.size());
-    smax::kernels::sigmoid_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(), 0.0f);
+    smax::kernels::sigmoid_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
+                                             0.0f);
     EXPECT_EQ(a, b) << "sigmoid";
     smax::runtime::ssmax(x.data(), a.data(), x.size());
-    smax::kernels::ssmax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
-                                           smax::kernels::ssmax_table<A>::lambda(0.43, 0.0, 999.0, static_cast<float*>(nullptr)),
-                                           0u);
+    smax::kernels::ssmax_table<A>::forward(
+        x.data(), x.size(), b.data(), x.size(), 1, x.size(),
+        smax::kernels::ssmax_table<A>::lambda(0.43, 0.0, 999.0, static_cast<float*>(nullptr)), 0u);
     EXPECT_EQ(a, b) << "ssmax";
     smax::runtime::sparsemax(x.data(), a.data(), x.size());
     smax::kernels::sparsemax_table<A>::forward(x.data(), x.size(), b.data(), x.size(), 1, x.size(),
@@ -98,7 +99,8 @@ TEST(runtime, backward_passes_use_the_chosen_tables) {
     smax::runtime::multimax_backward(x.data(), y.data(), dy.data(), a.data(), n, o, &g);
     double sums[8] = {};
     smax::kernels::multimax_table<A>::backward(x.data(), n, y.data(), n, dy.data(), n, b.data(), n,
-                                               1, n, smax::api::multimax_parameters_of<float>(o), sums);
+                                               1, n, smax::api::multimax_parameters_of<float>(o),
+                                               sums);
     EXPECT_EQ(a, b) << "multimax";
     for (int k = 0; k < 4; ++k) {
       EXPECT_EQ(g.dt[k], sums[k]) << "dt" << k;

@@ -22,7 +22,7 @@ template <class C, class T>
 void sigmoid_of(const std::vector<T>& x, std::vector<T>& y, T bias = 0) {
   y.resize(x.size());
   smax::kernels::sigmoid_table<typename C::arch>::forward(x.data(), x.size(), y.data(), x.size(), 1,
-                                                           x.size(), bias);
+                                                          x.size(), bias);
 }
 
 // ulp of a real number in T's format (for results below the smallest normal: of that).
@@ -180,15 +180,19 @@ TYPED_TEST(sigmoid_test, rows_backward_equals_single_rows) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::sigmoid_table<typename TypeParam::arch>;
   const std::size_t rows = 5;
-  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
+  for (std::size_t cols :
+       {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
     const std::size_t ld = cols + 7;
     const auto x = random_row<T>(rows * ld, 12.0, 0.0, static_cast<unsigned>(cols));
     const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
     std::vector<T> y(rows * ld);
     table::forward(x.data(), ld, y.data(), ld, rows, cols, T(-0.5));
     EXPECT_TRUE(rows_equal_single_rows<T>(
-        rows, cols, ld, [&](T* dx) { table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols); },
-        [&](std::size_t r, T* dx) { table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols); }));
+        rows, cols, ld,
+        [&](T* dx) { table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols); },
+        [&](std::size_t r, T* dx) {
+          table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols);
+        }));
   }
 }
 
@@ -203,12 +207,13 @@ TYPED_TEST(sigmoid_test, backward) {
     std::vector<T> y, dx(n);
     sigmoid_of<TypeParam>(x, y);
     smax::kernels::sigmoid_table<typename TypeParam::arch>::backward(y.data(), n, dy.data(), n,
-                                                                    dx.data(), n, 1, n);
+                                                                     dx.data(), n, 1, n);
     for (std::size_t i = 0; i < n; ++i) {
       const long double s = smax::reference::sigmoid(x[i]);
       const long double expected = smax::reference::sigmoid_backward(x[i], dy[i]);
-      const long double tol = std::fabs(expected) * std::numeric_limits<T>::epsilon() *
-                              (2 + 2 / (1 - s) + 2 / s) + 1e-300L;
+      const long double tol =
+          std::fabs(expected) * std::numeric_limits<T>::epsilon() * (2 + 2 / (1 - s) + 2 / s) +
+          1e-300L;
       EXPECT_NEAR(static_cast<long double>(dx[i]), expected, tol) << "at " << x[i];
     }
   }
@@ -216,7 +221,7 @@ TYPED_TEST(sigmoid_test, backward) {
   const std::vector<T> ys = {T(0), T(1)}, dys = {T(3), T(-3)};
   std::vector<T> dx(2);
   smax::kernels::sigmoid_table<typename TypeParam::arch>::backward(ys.data(), 2, dys.data(), 2,
-                                                                  dx.data(), 2, 1, 2);
+                                                                   dx.data(), 2, 1, 2);
   EXPECT_EQ(dx[0], T(0));
   EXPECT_EQ(dx[1], T(0));
 }
@@ -231,7 +236,8 @@ void public_api_round_trip() {
     for (std::size_t c = 0; c < ld; ++c) {
       const std::size_t i = r * ld + c;
       if (c < cols)
-        EXPECT_NEAR(y[i], static_cast<T>(smax::reference::sigmoid(x[i])), 4 * std::numeric_limits<T>::epsilon());
+        EXPECT_NEAR(y[i], static_cast<T>(smax::reference::sigmoid(x[i])),
+                    4 * std::numeric_limits<T>::epsilon());
       else
         EXPECT_EQ(y[i], T(-7));  // the gap between rows is not written
     }
@@ -242,7 +248,8 @@ void public_api_round_trip() {
                 4 * std::numeric_limits<T>::epsilon());
   std::vector<T> y1(cols), dx(cols), dy(cols, T(1));
   smax::sigmoid_attention(x.data(), y1.data(), cols, {0, 0.5});
-  EXPECT_NEAR(y1[0], static_cast<T>(smax::reference::sigmoid(x[0] + 0.5L)), 4 * std::numeric_limits<T>::epsilon());
+  EXPECT_NEAR(y1[0], static_cast<T>(smax::reference::sigmoid(x[0] + 0.5L)),
+              4 * std::numeric_limits<T>::epsilon());
   smax::sigmoid_backward(y1.data(), dy.data(), dx.data(), cols);
   smax::sigmoid_attention_backward(y1.data(), dy.data(), dy.data(), cols);
   EXPECT_EQ(dx, dy);

@@ -30,7 +30,8 @@ TYPED_TEST(softmax_test, every_length_around_the_vector_width) {
 TYPED_TEST(softmax_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+  for (std::size_t n :
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
     for (double spread : {20.0, 200.0})
       for (double offset : {0.0, 1000.0, -1000.0}) {
         if (n > 5000 && offset != 0.0) continue;  // offsets are about the subtraction, not n
@@ -52,7 +53,8 @@ TYPED_TEST(softmax_test, masked_entry_at_every_position) {
     x[i] = -infinity<T>;
     if (i + 1 < n) x[i + 1] = -infinity<T>;
     for (auto a : all_algorithms)
-      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x))) << "masked at " << i;
+      for (bool log : forms)
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, x))) << "masked at " << i;
   }
 }
 
@@ -89,7 +91,8 @@ TYPED_TEST(softmax_test, all_masked_inf_and_nan_rows) {
           for (bool log : forms) {
             std::vector<T> y(n);
             forward<TypeParam>(a, log, x.data(), y.data(), n);
-            for (T v : y) EXPECT_TRUE(std::isnan(v)) << special << " at " << i << ", " << name_of(a);
+            for (T v : y)
+              EXPECT_TRUE(std::isnan(v)) << special << " at " << i << ", " << name_of(a);
           }
       }
   }
@@ -152,7 +155,8 @@ TYPED_TEST(softmax_test, blocked_rows) {
   TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, n, T(1), 0u, algorithm_id::automatic);
   for (std::size_t r = 0; r < rows; ++r) {
     forward<TypeParam>(algorithm_id::automatic, false, x.data() + r * ld, single.data(), n);
-    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[r * ld + i], single[i]) << "row " << r << ", " << i;
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[r * ld + i], single[i]) << "row " << r << ", " << i;
     for (std::size_t i = n; i < ld && r + 1 < rows; ++i) EXPECT_EQ(y[r * ld + i], T(-7));
   }
 }
@@ -193,7 +197,8 @@ TYPED_TEST(softmax_test, temperature) {
   for (T t : {T(0.5), T(2), T(0.01), T(100)}) {
     const auto x = random_row<T>(777, 20.0, 3.0, 11);
     for (auto a : all_algorithms)
-      for (bool log : forms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "T = " << t;
+      for (bool log : forms)
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "T = " << t;
   }
   // temp_huge_input: x/T computed first would overflow.
   const std::vector<T> huge = {T(3e38), T(-3e38), T(2.9e38)};
@@ -283,8 +288,8 @@ TYPED_TEST(softmax_test, short_row_batches_equal_single_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t rows = 11;
-  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width, 3 * TypeParam::width + 1,
-                           4 * TypeParam::width}) {
+  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width,
+                           3 * TypeParam::width + 1, 4 * TypeParam::width}) {
     auto x = random_row<T>(rows * cols, 20.0, 0.0, static_cast<unsigned>(cols));
     for (std::size_t c = 0; c < cols; ++c) x[1 * cols + c] = -infinity<T>;  // all masked
     x[2 * cols + cols / 2] = quiet_nan<T>;
@@ -298,8 +303,8 @@ TYPED_TEST(softmax_test, short_row_batches_equal_single_rows) {
                                   algorithm_id::automatic);
         for (std::size_t r = 0; r < rows; ++r) {
           std::vector<T> single(cols);
-          forward<TypeParam>(algorithm_id::three_pass, log, x.data() + r * cols, single.data(), cols,
-                             T(1), zero_masked);
+          forward<TypeParam>(algorithm_id::three_pass, log, x.data() + r * cols, single.data(),
+                             cols, T(1), zero_masked);
           for (std::size_t c = 0; c < cols; ++c) {
             const T got = y[r * cols + c];
             if (std::isnan(single[c]))
@@ -333,23 +338,27 @@ TYPED_TEST(softmax_test, rows_across_the_shift_limit) {
     for (auto a : all_algorithms)
       for (bool log : forms)
         for (T t : {T(1), T(0.5), T(2)})
-          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "sign " << sign << ", T = " << t;
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t)))
+              << "sign " << sign << ", T = " << t;
   }
   // Short rows: every other row beyond the limit.
   const std::size_t rows = 9;
   for (std::size_t cols : {std::size_t(2), TypeParam::width, 3 * TypeParam::width + 1}) {
     auto x = random_row<T>(rows * cols, 20.0, 0.0, static_cast<unsigned>(cols + 5));
     for (std::size_t i = 0; i < rows * cols; ++i)
-      x[i] = static_cast<T>(((i / cols) % 2 ? limit + 30.0 : limit - 30.0) + static_cast<double>(x[i]));
+      x[i] = static_cast<T>(((i / cols) % 2 ? limit + 30.0 : limit - 30.0) +
+                            static_cast<double>(x[i]));
     for (bool log : forms) {
       std::vector<T> y(rows * cols), single(cols);
       TypeParam::table::forward(x.data(), cols, y.data(), cols, rows, cols, T(1),
                                 log ? smax::kernels::flag_log : 0u, algorithm_id::automatic);
       for (std::size_t r = 0; r < rows; ++r) {
         const std::vector<T> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
-        EXPECT_TRUE((matches_reference<TypeParam>(algorithm_id::automatic, log, row))) << "row " << r;
+        EXPECT_TRUE((matches_reference<TypeParam>(algorithm_id::automatic, log, row)))
+            << "row " << r;
         forward<TypeParam>(algorithm_id::three_pass, log, row.data(), single.data(), cols);
-        for (std::size_t c = 0; c < cols; ++c) ASSERT_EQ(y[r * cols + c], single[c]) << "row " << r << ", col " << c;
+        for (std::size_t c = 0; c < cols; ++c)
+          ASSERT_EQ(y[r * cols + c], single[c]) << "row " << r << ", col " << c;
       }
     }
   }
@@ -362,7 +371,8 @@ TYPED_TEST(softmax_test, backward) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const double tol = sizeof(T) == 4 ? 2e-6 : 1e-11;
   for (T temperature : {T(1), T(0.7)})
-    for (std::size_t n : {std::size_t(1), std::size_t(7), 2 * TypeParam::width + 1, std::size_t(40)}) {
+    for (std::size_t n :
+         {std::size_t(1), std::size_t(7), 2 * TypeParam::width + 1, std::size_t(40)}) {
       auto x = random_row<T>(n, 6.0, 0.0, static_cast<unsigned>(n));
       if (n > 3) x[2] = -infinity<T>;
       auto dy = random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 1));
@@ -476,8 +486,8 @@ TYPED_TEST(softmax_test, difference_beyond_the_largest_finite_value) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const T big = std::numeric_limits<T>::max() * T(0.88);  // 3e38 (float), 1.6e308 (double)
-  for (std::size_t n : {std::size_t(2), std::size_t(3), 4 * TypeParam::width + 1, 16 * TypeParam::width + 5,
-                        std::size_t(5000)}) {
+  for (std::size_t n : {std::size_t(2), std::size_t(3), 4 * TypeParam::width + 1,
+                        16 * TypeParam::width + 5, std::size_t(5000)}) {
     auto x = random_row<T>(n, 20.0, 0.0, static_cast<unsigned>(n));
     x[0] = big;
     x[1] = -big;
@@ -485,7 +495,8 @@ TYPED_TEST(softmax_test, difference_beyond_the_largest_finite_value) {
     for (auto a : all_algorithms)
       for (bool log : forms)
         for (T temperature : {big / 3, T(3.7), big / 100})
-          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, temperature))) << "T = " << temperature;
+          EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, temperature)))
+              << "T = " << temperature;
   }
 }
 
@@ -511,7 +522,8 @@ TYPED_TEST(softmax_test, single_entry_is_exact) {
 TYPED_TEST(softmax_test, regular_long_rows_within_the_bound) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(2860), std::size_t(3000), std::size_t(4095), std::size_t(8191), std::size_t(16192)}) {
+  for (std::size_t n : {std::size_t(2860), std::size_t(3000), std::size_t(4095), std::size_t(8191),
+                        std::size_t(16192)}) {
     std::vector<T> alternating(n);
     for (std::size_t i = 0; i < n; ++i) alternating[i] = T(i % 2);
     const std::vector<T> constant(n, T(3.7));
@@ -566,10 +578,11 @@ TYPED_TEST(softmax_test, online_state_at_extreme_temperatures) {
     std::vector<T> x;
     T temperature;
   };
-  const row_case cases[] = {{{big, -big, big / 3}, big / 3},
-                            {{big, -big, big / 3}, T(3.7)},
-                            {{is_float ? T(-1e30) : T(-1e300), T(-1e30)}, is_float ? T(1e-30) : T(1e-10)},
-                            {{is_float ? T(3e38) : T(1e300), T(0)}, is_float ? T(1e-30) : T(1e-10)}};
+  const row_case cases[] = {
+      {{big, -big, big / 3}, big / 3},
+      {{big, -big, big / 3}, T(3.7)},
+      {{is_float ? T(-1e30) : T(-1e300), T(-1e30)}, is_float ? T(1e-30) : T(1e-10)},
+      {{is_float ? T(3e38) : T(1e300), T(0)}, is_float ? T(1e-30) : T(1e-10)}};
   for (auto const& c : cases)
     for (bool log : forms) {
       const std::size_t n = c.x.size();
@@ -581,11 +594,13 @@ TYPED_TEST(softmax_test, online_state_at_extreme_temperatures) {
       }
       std::vector<T> y(n);
       for (std::size_t i = 0; i < n; ++i)
-        TypeParam::table::online_normalize(&c.x[i], &y[i], 1, c.temperature, log ? smax::kernels::flag_log : 0u,
-                                           s.max, s.sum);
-      const auto ref = smax::reference::softmax(c.x.data(), n, log, {static_cast<long double>(c.temperature), false});
+        TypeParam::table::online_normalize(&c.x[i], &y[i], 1, c.temperature,
+                                           log ? smax::kernels::flag_log : 0u, s.max, s.sum);
+      const auto ref = smax::reference::softmax(c.x.data(), n, log,
+                                                {static_cast<long double>(c.temperature), false});
       for (std::size_t i = 0; i < n; ++i) {
-        const double bound = log ? 0x1p-22 * (std::fabs(static_cast<double>(ref[i])) + 2) : softmax_rtol<T> + 0x1p-22 * 6;
+        const double bound = log ? 0x1p-22 * (std::fabs(static_cast<double>(ref[i])) + 2)
+                                 : softmax_rtol<T> + 0x1p-22 * 6;
         EXPECT_TRUE(matches(y[i], ref[i], log ? 0.0 : bound, log ? bound : 0.0, i, !log))
             << (log ? "log, " : "") << "T = " << c.temperature;
       }
@@ -610,18 +625,21 @@ TYPED_TEST(softmax_test, backward_bound_where_the_inner_product_cancels) {
     long double inner = 0;
     for (std::size_t i = 0; i < n; ++i) inner += std::fabs(log ? dyl[i] : dyl[i] * yl[i]);
     for (std::size_t i = 0; i < n; ++i) {
-      const long double terms = log ? std::fabs(dyl[i]) + std::exp(yl[i]) * inner : yl[i] * (std::fabs(dyl[i]) + inner);
+      const long double terms =
+          log ? std::fabs(dyl[i]) + std::exp(yl[i]) * inner : yl[i] * (std::fabs(dyl[i]) + inner);
       const double bound = unit * static_cast<double>(terms / temperature);
       if (!(std::fabs(static_cast<long double>(dx[i]) - ref[i]) <= bound))
-        return ::testing::AssertionFailure() << "at " << i << ": " << dx[i] << " against " << static_cast<double>(ref[i])
-                                             << ", bound " << bound << (log ? " (log)" : "") << ", n = " << n;
+        return ::testing::AssertionFailure()
+               << "at " << i << ": " << dx[i] << " against " << static_cast<double>(ref[i])
+               << ", bound " << bound << (log ? " (log)" : "") << ", n = " << n;
     }
     return ::testing::AssertionSuccess();
   };
   for (T temperature : {T(1), T(0.7), T(3)}) {
-    EXPECT_TRUE(check({T(0.33189312), T(0.32246792), T(0.34563896)}, {T(-0.81112695), T(0.0055932), T(0.76367134)},
-                      false, temperature));
-    for (std::size_t n : {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(1000), std::size_t(70000)})
+    EXPECT_TRUE(check({T(0.33189312), T(0.32246792), T(0.34563896)},
+                      {T(-0.81112695), T(0.0055932), T(0.76367134)}, false, temperature));
+    for (std::size_t n :
+         {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(1000), std::size_t(70000)})
       for (unsigned seed = 0; seed < 20; ++seed) {
         if (n > 1000 && seed > 1) break;
         const auto x = random_row<T>(n, 6.0, 0.0, seed);
@@ -637,7 +655,8 @@ TYPED_TEST(softmax_test, backward_bound_where_the_inner_product_cancels) {
             norm += w * w;
           }
           std::vector<T> d(n);
-          for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<T>(dy[i] - dot / norm * (log ? 1.0L : y[i]));
+          for (std::size_t i = 0; i < n; ++i)
+            d[i] = static_cast<T>(dy[i] - dot / norm * (log ? 1.0L : y[i]));
           EXPECT_TRUE(check(y, d, log, temperature)) << "seed " << seed;
         }
       }
@@ -650,7 +669,8 @@ TYPED_TEST(softmax_test, rows_backward_equals_single_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t rows = 5;
-  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+  for (std::size_t cols :
+       {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
     for (bool log : forms)
       for (T temperature : {T(1), T(0.6)}) {
         const std::size_t ld = cols + 7;
@@ -658,13 +678,17 @@ TYPED_TEST(softmax_test, rows_backward_equals_single_rows) {
         const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
         const unsigned flags = log ? smax::kernels::flag_log : 0u;
         std::vector<T> y(rows * ld);
-        TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, cols, temperature, flags, algorithm_id::automatic);
+        TypeParam::table::forward(x.data(), ld, y.data(), ld, rows, cols, temperature, flags,
+                                  algorithm_id::automatic);
         EXPECT_TRUE(rows_equal_single_rows<T>(
             rows, cols, ld,
-            [&](T* dx) { TypeParam::table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols, temperature, flags); },
-            [&](std::size_t r, T* dx) {
-              TypeParam::table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1, cols,
+            [&](T* dx) {
+              TypeParam::table::backward(y.data(), ld, dy.data(), ld, dx, ld, rows, cols,
                                          temperature, flags);
+            },
+            [&](std::size_t r, T* dx) {
+              TypeParam::table::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, dx,
+                                         cols, 1, cols, temperature, flags);
             }))
             << (log ? "log" : "softmax") << ", T = " << temperature;
       }
@@ -676,9 +700,10 @@ TEST(softmax_api, overloads) {
   smax::softmax(x.data(), y.data(), x.size());
   EXPECT_NEAR(y[2], 0.66524096f, 1e-7f);
   EXPECT_EQ(y[3], 0.0f);
-  for (auto run : {+[](const float* a, float* b, std::size_t n) { smax::softmax(smax::three_pass, a, b, n); },
-                   +[](const float* a, float* b, std::size_t n) { smax::softmax(smax::online, a, b, n); },
-                   +[](const float* a, float* b, std::size_t n) { smax::softmax(smax::two_pass, a, b, n); }}) {
+  for (auto run :
+       {+[](const float*a, float*b, std::size_t n) { smax::softmax(smax::three_pass, a, b, n); },
+        +[](const float*a, float*b, std::size_t n) { smax::softmax(smax::online, a, b, n); },
+        +[](const float*a, float*b, std::size_t n) { smax::softmax(smax::two_pass, a, b, n); }}) {
     std::vector<float> z(4);
     run(x.data(), z.data(), 4);
     for (int i = 0; i < 4; ++i) EXPECT_NEAR(z[i], y[i], 1e-7f);

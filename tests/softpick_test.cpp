@@ -21,10 +21,12 @@ TYPED_TEST_SUITE(softpick_test, all_configs, config_names);
 template <class C>
 using table_of = smax::kernels::softpick_table<typename C::arch>;
 
-constexpr softpick_algorithm algorithms[] = {softpick_algorithm::three_pass, softpick_algorithm::online,
-                                             softpick_algorithm::automatic};
+constexpr softpick_algorithm algorithms[] = {
+    softpick_algorithm::three_pass, softpick_algorithm::online, softpick_algorithm::automatic};
 inline const char* name_of(softpick_algorithm a) {
-  return a == softpick_algorithm::three_pass ? "three_pass" : a == softpick_algorithm::online ? "online" : "automatic";
+  return a == softpick_algorithm::three_pass ? "three_pass"
+         : a == softpick_algorithm::online   ? "online"
+                                             : "automatic";
 }
 
 // The bound softpick.hpp states: relative 1e-6 (float) / 1e-14 (double) for outputs >= the
@@ -62,14 +64,16 @@ TYPED_TEST(softpick_test, every_length_around_the_vector_width) {
   for (std::size_t n = 0; n <= 16 * TypeParam::width + 1; ++n)
     for (double offset : {0.0, 3.0}) {
       const auto x = random_row<T>(n, 20.0, offset, static_cast<unsigned>(n));
-      for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "offset " << offset;
+      for (auto a : algorithms)
+        EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "offset " << offset;
     }
 }
 
 TYPED_TEST(softpick_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+  for (std::size_t n :
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
     for (double spread : {20.0, 200.0})
       // offsets: mixed signs, mostly negative, mostly positive, m near fast_max, the large form
       // (m > 80), and no positive entry (zeros)
@@ -77,7 +81,8 @@ TYPED_TEST(softpick_test, large_rows_spreads_and_offsets) {
         if (n > 5000 && offset != 0.0 && offset != 1000.0) continue;
         const auto x = random_row<T>(n, spread, offset, static_cast<unsigned>(n + spread));
         for (auto a : algorithms)
-          EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "spread " << spread << ", offset " << offset;
+          EXPECT_TRUE((matches_reference<TypeParam>(a, x)))
+              << "spread " << spread << ", offset " << offset;
       }
 }
 
@@ -111,7 +116,8 @@ TYPED_TEST(softpick_test, masked_entry_at_every_position) {
     x[i] = -infinity<T>;
     if (i + 1 < n) x[i + 1] = -infinity<T>;
     if (i + 2 < n) x[i + 2] = -std::numeric_limits<T>::max();
-    for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "masked at " << i;
+    for (auto a : algorithms)
+      EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "masked at " << i;
   }
   std::vector<T> big(100000);
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = i % 3 == 0 ? -infinity<T> : T(i % 7) - T(3);
@@ -124,7 +130,8 @@ TYPED_TEST(softpick_test, masked_entry_at_every_position) {
 TYPED_TEST(softpick_test, all_masked_inf_and_nan_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(1), std::size_t(3), 4 * TypeParam::width + 5, std::size_t(5000)}) {
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(3), 4 * TypeParam::width + 5, std::size_t(5000)}) {
     const std::vector<T> masked(n, -infinity<T>);
     for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, masked)));
     const std::size_t step = n > 100 ? 997 : 1;
@@ -141,7 +148,8 @@ TYPED_TEST(softpick_test, all_masked_inf_and_nan_rows) {
         for (auto a : algorithms) {
           std::vector<T> y(n);
           forward<TypeParam>(a, x.data(), y.data(), n);
-          for (T v : y) ASSERT_TRUE(std::isnan(v)) << "special at " << i << ", n = " << n << ", " << name_of(a);
+          for (T v : y)
+            ASSERT_TRUE(std::isnan(v)) << "special at " << i << ", n = " << n << ", " << name_of(a);
         }
     }
   }
@@ -176,7 +184,8 @@ TYPED_TEST(softpick_test, spec_inputs) {
       {T(75), T(-20), T(1e-3), T(-30), T(-1e-3), T(60), T(-1e-30)},
   };
   for (auto const& x : rows)
-    for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << x.size() << " " << x[0];
+    for (auto a : algorithms)
+      EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << x.size() << " " << x[0];
   const double eps = 1e-3;  // visible in float
   for (auto a : algorithms) {
     std::vector<T> y(3);
@@ -212,8 +221,9 @@ TYPED_TEST(softpick_test, subnormal_maximum_with_zero_eps) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const T d = std::numeric_limits<T>::min() / T(12);  // 1e-39 (float), 1.9e-309 (double)
-  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), TypeParam::width + 1, 4 * TypeParam::width,
-                        4 * TypeParam::width + 3, std::size_t(200), std::size_t(5000)}) {
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(2), std::size_t(3), TypeParam::width + 1, 4 * TypeParam::width,
+        4 * TypeParam::width + 3, std::size_t(200), std::size_t(5000)}) {
     std::vector<T> x(n);
     for (std::size_t i = 0; i < n; ++i) x[i] = i % 2 ? -d : d * T(1 + i % 5);
     for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, 0.0))) << "n = " << n;
@@ -222,11 +232,13 @@ TYPED_TEST(softpick_test, subnormal_maximum_with_zero_eps) {
     std::vector<T> xs(4 * ld, T(0)), ys(4 * ld, T(-7));
     for (std::size_t r = 0; r < 4; ++r)
       for (std::size_t i = 0; i < n; ++i) xs[r * ld + i] = r % 2 ? x[i] : T(2) * x[i];
-    table_of<TypeParam>::forward(xs.data(), ld, ys.data(), ld, 4, n, 0.0, softpick_algorithm::automatic);
+    table_of<TypeParam>::forward(xs.data(), ld, ys.data(), ld, 4, n, 0.0,
+                                 softpick_algorithm::automatic);
     for (std::size_t r = 0; r < 4; ++r) {
       const auto ref = smax::reference::softpick(xs.data() + r * ld, n, 0.0L);
       for (std::size_t i = 0; i < n; ++i)
-        EXPECT_TRUE(matches(ys[r * ld + i], ref[i], rtol<T>, std::numeric_limits<T>::min(), i)) << "row " << r;
+        EXPECT_TRUE(matches(ys[r * ld + i], ref[i], rtol<T>, std::numeric_limits<T>::min(), i))
+            << "row " << r;
     }
   }
   const std::vector<T> pair = {d, -d}, one = {d};
@@ -245,7 +257,8 @@ TYPED_TEST(softpick_test, eps_is_configurable) {
     for (std::size_t n : {std::size_t(3), std::size_t(100), std::size_t(3000)})
       for (double offset : {0.0, 1e-3 - 10.0, 100.0}) {  // offset -10 + 1e-3: m ~ 1e-3, S small
         auto x = random_row<T>(n, 20.0, offset, 5);
-        for (auto a : algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x, eps))) << "eps " << eps;
+        for (auto a : algorithms)
+          EXPECT_TRUE((matches_reference<TypeParam>(a, x, eps))) << "eps " << eps;
       }
 }
 
@@ -316,7 +329,8 @@ TYPED_TEST(softpick_test, rows_with_leading_dimension_and_in_place) {
     const std::size_t rows = 5, ld = cols + 3;
     auto x = random_row<T>(rows * ld, 20.0, 0.0, 21);
     std::vector<T> y(rows * ld, T(-7));
-    table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, 1e-8, softpick_algorithm::automatic);
+    table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, 1e-8,
+                                 softpick_algorithm::automatic);
     for (std::size_t r = 0; r < rows; ++r) {
       std::vector<T> row(x.begin() + r * ld, x.begin() + r * ld + cols), expected(cols);
       forward<TypeParam>(softpick_algorithm::automatic, row.data(), expected.data(), cols);
@@ -342,17 +356,18 @@ TYPED_TEST(softpick_test, short_row_batches_equal_single_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t rows = 15;
-  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width, 3 * TypeParam::width + 1,
-                           4 * TypeParam::width}) {
+  for (std::size_t cols : {std::size_t(1), TypeParam::width - 1, TypeParam::width,
+                           3 * TypeParam::width + 1, 4 * TypeParam::width}) {
     auto x = random_row<T>(rows * cols, 20.0, 0.0, static_cast<unsigned>(cols));
     for (std::size_t c = 0; c < cols; ++c) x[1 * cols + c] = -infinity<T>;  // all masked
     x[2 * cols + cols / 2] = quiet_nan<T>;
     x[6 * cols] = infinity<T>;
     for (std::size_t c = 0; c < cols; ++c) x[9 * cols + c] = -std::fabs(x[9 * cols + c]);  // m <= 0
-    x[12 * cols] = T(90);  // large form
+    x[12 * cols] = T(90);         // large form
     x[13 * cols] = -infinity<T>;  // one masked entry
     std::vector<T> y(rows * cols);
-    table_of<TypeParam>::forward(x.data(), cols, y.data(), cols, rows, cols, 1e-8, softpick_algorithm::automatic);
+    table_of<TypeParam>::forward(x.data(), cols, y.data(), cols, rows, cols, 1e-8,
+                                 softpick_algorithm::automatic);
     for (std::size_t r = 0; r < rows; ++r) {
       std::vector<T> single(cols);
       forward<TypeParam>(softpick_algorithm::three_pass, x.data() + r * cols, single.data(), cols);
@@ -363,8 +378,9 @@ TYPED_TEST(softpick_test, short_row_batches_equal_single_rows) {
         else
           EXPECT_EQ(got, single[c]) << "row " << r << ", col " << c << ", cols " << cols;
       }
-      EXPECT_TRUE((matches_reference<TypeParam>(softpick_algorithm::three_pass,
-                                                std::vector<T>(x.begin() + r * cols, x.begin() + (r + 1) * cols))));
+      EXPECT_TRUE((matches_reference<TypeParam>(
+          softpick_algorithm::three_pass,
+          std::vector<T>(x.begin() + r * cols, x.begin() + (r + 1) * cols))));
     }
   }
 }
@@ -374,21 +390,24 @@ TYPED_TEST(softpick_test, rows_backward_equals_single_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t rows = 5;
-  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+  for (std::size_t cols :
+       {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
     for (double eps : {1e-8, 0.1}) {
       const std::size_t ld = cols + 7;
       const auto x = random_row<T>(rows * ld, 6.0, 1.0, static_cast<unsigned>(cols));
       const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
       std::vector<T> y(rows * ld);
-      table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, eps, softpick_algorithm::automatic);
+      table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, eps,
+                                   softpick_algorithm::automatic);
       EXPECT_TRUE(rows_equal_single_rows<T>(
           rows, cols, ld,
           [&](T* dx) {
-            table_of<TypeParam>::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, eps);
+            table_of<TypeParam>::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows,
+                                          cols, eps);
           },
           [&](std::size_t r, T* dx) {
-            table_of<TypeParam>::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols,
-                                          dx, cols, 1, cols, eps);
+            table_of<TypeParam>::backward(x.data() + r * ld, cols, y.data() + r * ld, cols,
+                                          dy.data() + r * ld, cols, dx, cols, 1, cols, eps);
           }))
           << "eps " << eps;
     }
@@ -403,7 +422,8 @@ TYPED_TEST(softpick_test, backward) {
   const double tol = sizeof(T) == 4 ? 2e-6 : 1e-11;
   for (double eps : {1e-8, 0.1})
     for (double offset : {0.0, 2.0, 90.0})
-      for (std::size_t n : {std::size_t(1), std::size_t(7), 2 * TypeParam::width + 1, std::size_t(40)}) {
+      for (std::size_t n :
+           {std::size_t(1), std::size_t(7), 2 * TypeParam::width + 1, std::size_t(40)}) {
         auto x = random_row<T>(n, 6.0, offset, static_cast<unsigned>(n));
         for (auto& v : x)
           if (std::fabs(v) < T(0.01)) v = T(0.25);
@@ -413,7 +433,8 @@ TYPED_TEST(softpick_test, backward) {
         const auto dy = random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 1));
         std::vector<T> y(n), dx(n);
         forward<TypeParam>(softpick_algorithm::automatic, x.data(), y.data(), n, eps);
-        table_of<TypeParam>::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, eps);
+        table_of<TypeParam>::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n,
+                                      eps);
         for (std::size_t i = 0; i < n; ++i) {
           if (x[i] == -infinity<T>) {
             EXPECT_EQ(dx[i], T(0));
@@ -444,7 +465,8 @@ TYPED_TEST(softpick_test, backward) {
     table_of<TypeParam>::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, 1e-8);
     for (T v : dx) EXPECT_TRUE(std::isnan(v));
     const std::vector<T> masked(n, -infinity<T>);
-    table_of<TypeParam>::backward(masked.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, 1e-8);
+    table_of<TypeParam>::backward(masked.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n,
+                                  1e-8);
     for (T v : dx) EXPECT_TRUE(std::isnan(v));
   }
   // Long rows against the reference VJP: the error is bounded relative to the magnitudes of the
@@ -473,7 +495,8 @@ TYPED_TEST(softpick_test, backward) {
     const double bound_rel = 8 * rtol<T>;
     for (std::size_t i = 0; i < n; ++i) {
       const long double scale = std::exp(x[i] - m) / s * (std::fabs(dyl[i]) + std::fabs(c) + c_abs);
-      ASSERT_NEAR(dx[i], static_cast<double>(ref[i]), bound_rel * static_cast<double>(scale) + 1e-30)
+      ASSERT_NEAR(dx[i], static_cast<double>(ref[i]),
+                  bound_rel * static_cast<double>(scale) + 1e-30)
           << "i = " << i << ", offset " << offset;
     }
   }
@@ -509,7 +532,8 @@ TEST(softpick_api, overloads) {
   for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(dx[i], static_cast<float>(dref[i]), 1e-6f);
   std::vector<double> dyd = {0, 1, 0}, dxd(3);
   smax::softpick_backward_rows(xd.data(), yd.data(), dyd.data(), dxd.data(), 1, 3, 3, {0.5});
-  const auto drefd = smax::reference::softpick_backward(xd.data(), std::vector<long double>(dyd.begin(), dyd.end()), 3, 0.5L);
+  const auto drefd = smax::reference::softpick_backward(
+      xd.data(), std::vector<long double>(dyd.begin(), dyd.end()), 3, 0.5L);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(dxd[i], static_cast<double>(drefd[i]), 1e-15);
 }
 

@@ -4,8 +4,8 @@
 // invariants and edge cases of docs/sparsemax.md, the backward pass and the loss against central
 // finite differences of the reference.
 
-#include <smax/smax.hpp>
 #include <smax/reference/sparsemax.hpp>
+#include <smax/smax.hpp>
 
 #include <algorithm>
 #include <numeric>
@@ -23,11 +23,16 @@ constexpr sparsemax_algorithm sparsemax_algorithms[] = {
 
 inline const char* name_of(sparsemax_algorithm a) {
   switch (a) {
-    case sparsemax_algorithm::sort: return "sort";
-    case sparsemax_algorithm::pivot: return "pivot";
-    case sparsemax_algorithm::filter: return "filter";
-    case sparsemax_algorithm::stream: return "stream";
-    default: return "automatic";
+    case sparsemax_algorithm::sort:
+      return "sort";
+    case sparsemax_algorithm::pivot:
+      return "pivot";
+    case sparsemax_algorithm::filter:
+      return "filter";
+    case sparsemax_algorithm::stream:
+      return "stream";
+    default:
+      return "automatic";
   }
 }
 
@@ -60,8 +65,10 @@ template <class C, class T>
   const auto state = table_of<C>::threshold(x.data(), n, a);
   if (ref.special) {
     for (std::size_t i = 0; i < n; ++i)
-      if (!std::isnan(y[i])) return ::testing::AssertionFailure() << "expected a NaN row, got " << y[i] << " at " << i;
-    if (n > 0 && state.kind == state.ordinary) return ::testing::AssertionFailure() << "state not special";
+      if (!std::isnan(y[i]))
+        return ::testing::AssertionFailure() << "expected a NaN row, got " << y[i] << " at " << i;
+    if (n > 0 && state.kind == state.ordinary)
+      return ::testing::AssertionFailure() << "state not special";
     return ::testing::AssertionSuccess();
   }
   long double m = -HUGE_VALL;
@@ -75,18 +82,19 @@ template <class C, class T>
     bool ok = y[i] >= T(0) && std::fabs(static_cast<long double>(y[i]) - ref.y[i]) <= atol;
     if (must_be_zero) ok = y[i] == T(0);
     if (!ok && failures++ == 0)
-      first = ::testing::AssertionFailure() << "at " << i << ": got " << y[i] << ", expected "
-                                            << static_cast<double>(ref.y[i]) << " (diff "
-                                            << static_cast<double>(y[i] - ref.y[i]) << ")";
+      first = ::testing::AssertionFailure()
+              << "at " << i << ": got " << y[i] << ", expected " << static_cast<double>(ref.y[i])
+              << " (diff " << static_cast<double>(y[i] - ref.y[i]) << ")";
   }
-  if (failures) return first << " [" << failures << " of " << n << ", " << name_of(a) << ", n = " << n << "]";
+  if (failures)
+    return first << " [" << failures << " of " << n << ", " << name_of(a) << ", n = " << n << "]";
   if (state.kind != state.ordinary) return ::testing::AssertionFailure() << "state special";
   if (state.support_size != nonzero)
     return ::testing::AssertionFailure() << "support_size " << state.support_size << " but "
                                          << nonzero << " nonzero outputs (" << name_of(a) << ")";
   if (!(std::fabs(static_cast<long double>(state.tau) - ref.tau_shifted) <= atol))
-    return ::testing::AssertionFailure() << "tau " << state.tau << ", expected "
-                                         << static_cast<double>(ref.tau_shifted);
+    return ::testing::AssertionFailure()
+           << "tau " << state.tau << ", expected " << static_cast<double>(ref.tau_shifted);
   return ::testing::AssertionSuccess();
 }
 
@@ -105,21 +113,24 @@ TYPED_TEST(sparsemax_test, every_length_around_the_vector_width) {
   for (std::size_t n = 0; n <= 16 * TypeParam::width + 1; ++n)
     for (double spread : {0.5, 4.0, 20.0}) {
       const auto x = random_row<T>(n, spread, 0.0, static_cast<unsigned>(n * 3 + spread));
-      for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "spread " << spread;
+      for (auto a : sparsemax_algorithms)
+        EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "spread " << spread;
     }
 }
 
 TYPED_TEST(sparsemax_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+  for (std::size_t n :
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
     for (double spread : {2.0, 20.0, 200.0})
       for (double offset : {0.0, 1000.0, -1000.0}) {
         if (n > 5000 && offset != 0.0) continue;
         const auto x = random_row<T>(n, spread, offset, static_cast<unsigned>(n + spread));
         const auto ref = smax::reference::sparsemax(x.data(), n);
         for (auto a : sparsemax_algorithms)
-          EXPECT_TRUE((matches_reference<TypeParam>(a, x, ref))) << "spread " << spread << ", offset " << offset;
+          EXPECT_TRUE((matches_reference<TypeParam>(a, x, ref)))
+              << "spread " << spread << ", offset " << offset;
       }
   // Monotone rows: ascending, the maximum comes last (every block's bound is weak when it is
   // used); descending, it comes first.
@@ -129,7 +140,8 @@ TYPED_TEST(sparsemax_test, large_rows_spreads_and_offsets) {
       ramp[i] = T(20.0 * double(ascending ? i : ramp.size() - i) / double(ramp.size()));
     const auto r = smax::reference::sparsemax(ramp.data(), ramp.size());
     for (auto a : sparsemax_algorithms)
-      EXPECT_TRUE((matches_reference<TypeParam>(a, ramp, r))) << (ascending ? "ascending" : "descending");
+      EXPECT_TRUE((matches_reference<TypeParam>(a, ramp, r)))
+          << (ascending ? "ascending" : "descending");
   }
   // A row whose support is large: a million values within 1e-3 of each other.
   const auto x = random_row<T>(1000003, 1e-3, 5.0, 9);
@@ -145,7 +157,8 @@ TYPED_TEST(sparsemax_test, masked_entry_at_every_position) {
     auto x = random_row<T>(n, 3.0, 0.0, 7);
     x[i] = -infinity<T>;
     if (i + 1 < n) x[i + 1] = -infinity<T>;
-    for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "masked at " << i;
+    for (auto a : sparsemax_algorithms)
+      EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "masked at " << i;
   }
   // Masked entries act as if absent (deep-spin test_mask).
   const std::vector<T> plain = {T(0.3), T(1.2), T(-0.5), T(1.0)};
@@ -164,7 +177,8 @@ TYPED_TEST(sparsemax_test, masked_entry_at_every_position) {
 TYPED_TEST(sparsemax_test, all_masked_inf_and_nan_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  for (std::size_t n : {std::size_t(1), std::size_t(3), 4 * TypeParam::width + 5, std::size_t(100)}) {
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(3), 4 * TypeParam::width + 5, std::size_t(100)}) {
     const std::vector<T> masked(n, -infinity<T>);
     for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, masked)));
     for (T special : {infinity<T>, quiet_nan<T>})
@@ -174,7 +188,8 @@ TYPED_TEST(sparsemax_test, all_masked_inf_and_nan_rows) {
           x[i] = special;
           for (auto a : sparsemax_algorithms) {
             const auto y = run<TypeParam>(a, x);
-            for (T v : y) EXPECT_TRUE(std::isnan(v)) << special << " at " << i << ", " << name_of(a);
+            for (T v : y)
+              EXPECT_TRUE(std::isnan(v)) << special << " at " << i << ", " << name_of(a);
             EXPECT_NE(table_of<TypeParam>::threshold(x.data(), n, a).kind,
                       smax::kernels::sparsemax_row_state<T>::ordinary);
           }
@@ -182,8 +197,10 @@ TYPED_TEST(sparsemax_test, all_masked_inf_and_nan_rows) {
   }
   // E1: n = 0 reads and writes nothing.
   for (auto a : sparsemax_algorithms) {
-    table_of<TypeParam>::forward(static_cast<const T*>(nullptr), 0, static_cast<T*>(nullptr), 0, 1, 0, a);
-    EXPECT_EQ(table_of<TypeParam>::threshold(static_cast<const T*>(nullptr), 0, a).support_size, 0u);
+    table_of<TypeParam>::forward(static_cast<const T*>(nullptr), 0, static_cast<T*>(nullptr), 0, 1,
+                                 0, a);
+    EXPECT_EQ(table_of<TypeParam>::threshold(static_cast<const T*>(nullptr), 0, a).support_size,
+              0u);
   }
 }
 
@@ -214,8 +231,10 @@ TYPED_TEST(sparsemax_test, spec_inputs) {
       EXPECT_EQ(run<TypeParam>(a, x), expected) << name_of(a);
       EXPECT_TRUE((matches_reference<TypeParam>(a, x)));
     }
-  const std::vector<std::vector<T>> rows = {
-      {2, 2, 1, 1, 0}, {sub, -sub, 0, T(1e-30)}, {T(1e-7), T(-1e-7), T(3e-8)}, {T(0.1), T(0.2), T(0.3), T(0.35)}};
+  const std::vector<std::vector<T>> rows = {{2, 2, 1, 1, 0},
+                                            {sub, -sub, 0, T(1e-30)},
+                                            {T(1e-7), T(-1e-7), T(3e-8)},
+                                            {T(0.1), T(0.2), T(0.3), T(0.35)}};
   for (auto const& x : rows)
     for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x)));
 }
@@ -231,7 +250,8 @@ TYPED_TEST(sparsemax_test, ties_and_entries_near_tau) {
     for (int rep = 0; rep < 5; ++rep) {
       std::vector<T> x(n);
       for (auto& v : x) v = T(q(rng)) / T(4);
-      for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "n " << n;
+      for (auto a : sparsemax_algorithms)
+        EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "n " << n;
     }
     // All equal: uniform.
     const std::vector<T> equal(n, T(2.5));
@@ -246,10 +266,13 @@ TYPED_TEST(sparsemax_test, ties_and_entries_near_tau) {
     const T tau = base - T(0.4);
     for (std::size_t i = 0; i < n; ++i) {
       const int kind = static_cast<int>(i % 3);
-      x[i] = kind == 0 ? tau : kind == 1 ? std::nextafter(tau, T(100)) : std::nextafter(tau, T(-100));
+      x[i] = kind == 0   ? tau
+             : kind == 1 ? std::nextafter(tau, T(100))
+                         : std::nextafter(tau, T(-100));
     }
     for (std::size_t j = 0; j < 4 && j < n; ++j) x[(j * 7919) % n] = base - T(0.1) * T(j);
-    for (auto a : sparsemax_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "near tau, n " << n;
+    for (auto a : sparsemax_algorithms)
+      EXPECT_TRUE((matches_reference<TypeParam>(a, x))) << "near tau, n " << n;
   }
 }
 
@@ -283,10 +306,12 @@ TYPED_TEST(sparsemax_test, exact_finish_many_rounds_and_its_sort_guard) {
       for (T v : row)
         if (v - m > T(-1)) c.push_back(static_cast<double>(T(v - m)));
       std::size_t support = 0;
-      const double tau = smax::kernels::sparsemax_detail::exact_threshold<typename TypeParam::arch, T>(
-          c.data(), c.size(), -1.0, &support, rounds);
+      const double tau =
+          smax::kernels::sparsemax_detail::exact_threshold<typename TypeParam::arch, T>(
+              c.data(), c.size(), -1.0, &support, rounds);
       EXPECT_EQ(support, r.support_size) << "rounds " << rounds << ", n " << n;
-      EXPECT_NEAR(tau, static_cast<double>(r.tau_shifted), sparsemax_atol<T>) << "rounds " << rounds;
+      EXPECT_NEAR(tau, static_cast<double>(r.tau_shifted), sparsemax_atol<T>)
+          << "rounds " << rounds;
     }
   }
 }
@@ -391,7 +416,8 @@ TYPED_TEST(sparsemax_test, backward_against_finite_differences) {
       // A random row has no entry within 1e-6 of tau (a kink), so the difference is exact up to
       // rounding: |error| <= 1e-9.
       EXPECT_NEAR(static_cast<double>(central_difference(objective, x, i, 1e-6L)),
-                  static_cast<double>(dx_ref[i]), 1e-9) << i;
+                  static_cast<double>(dx_ref[i]), 1e-9)
+          << i;
     }
     // The kernel on the kernel's own forward output: |dx - dx*| <= 2^-23·(|dy_i| + |mean| +
     // mean_S |dy|) (float), 2^-52·(...) (double), as sparsemax.hpp states.
@@ -442,7 +468,8 @@ TYPED_TEST(sparsemax_test, loss_with_a_large_support) {
       for (std::size_t t = 0; t < n; t += 5) {
         const T got = table_of<TypeParam>::loss(x.data(), n, t);
         const long double want = smax::reference::sparsemax_loss(x.data(), n, t);
-        ASSERT_NEAR(static_cast<double>(got), static_cast<double>(want), eps * (1 + std::fabs(static_cast<double>(want))))
+        ASSERT_NEAR(static_cast<double>(got), static_cast<double>(want),
+                    eps * (1 + std::fabs(static_cast<double>(want))))
             << "gap " << gap << ", seed " << seed << ", t " << t;
       }
     }
@@ -452,7 +479,8 @@ TYPED_TEST(sparsemax_test, loss_with_a_large_support) {
       for (std::size_t t = 0; t < n; t += n / 20) {
         const T got = table_of<TypeParam>::loss(x.data(), n, t);
         const long double want = smax::reference::sparsemax_loss(x.data(), n, t);
-        ASSERT_NEAR(static_cast<double>(got), static_cast<double>(want), eps * (1 + std::fabs(static_cast<double>(want))))
+        ASSERT_NEAR(static_cast<double>(got), static_cast<double>(want),
+                    eps * (1 + std::fabs(static_cast<double>(want))))
             << "seed " << seed << ", n " << n << ", t " << t;
       }
     }
@@ -468,16 +496,17 @@ TYPED_TEST(sparsemax_test, scratch_allocation_failure_gives_nan) {
     failing_allocation() { limit = 0; }
     ~failing_allocation() { limit = ~std::size_t(0); }
   };
-  const sparsemax_algorithm algorithms[] = {sparsemax_algorithm::automatic, sparsemax_algorithm::sort,
-                                            sparsemax_algorithm::pivot, sparsemax_algorithm::filter,
-                                            sparsemax_algorithm::stream};
+  const sparsemax_algorithm algorithms[] = {
+      sparsemax_algorithm::automatic, sparsemax_algorithm::sort, sparsemax_algorithm::pivot,
+      sparsemax_algorithm::filter, sparsemax_algorithm::stream};
   for (std::size_t n : {std::size_t(200), std::size_t(5000), std::size_t(70000)}) {
     const auto x = random_row<T>(n, 3.0, 0.0, static_cast<unsigned>(n));
     {
       const failing_allocation fail;
       for (auto a : algorithms) {
         const auto y = run<TypeParam>(a, x);
-        for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(y[i])) << "n " << n << ", i " << i;
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_TRUE(std::isnan(y[i])) << "n " << n << ", i " << i;
       }
       EXPECT_TRUE(std::isnan(table_of<TypeParam>::loss(x.data(), n, 0)));
       std::vector<T> dx(n);
@@ -495,17 +524,21 @@ TYPED_TEST(sparsemax_test, rows_backward_equals_single_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t rows = 5;
-  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
+  for (std::size_t cols :
+       {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)}) {
     const std::size_t ld = cols + 7;
     const auto x = random_row<T>(rows * ld, 3.0, 0.0, static_cast<unsigned>(cols));
     const auto dy = random_row<T>(rows * ld, 2.0, 0.0, static_cast<unsigned>(cols + 1));
     std::vector<T> y(rows * ld, T(-7)), dx(rows * ld, T(-7));
-    table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols, sparsemax_algorithm::automatic);
+    table_of<TypeParam>::forward(x.data(), ld, y.data(), ld, rows, cols,
+                                 sparsemax_algorithm::automatic);
     table_of<TypeParam>::backward(y.data(), ld, dy.data(), ld, dx.data(), ld, rows, cols);
     for (std::size_t r = 0; r < rows; ++r) {
       std::vector<T> one(cols);
-      table_of<TypeParam>::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, one.data(), cols, 1, cols);
-      for (std::size_t i = 0; i < cols; ++i) ASSERT_EQ(dx[r * ld + i], one[i]) << "row " << r << ", i " << i;
+      table_of<TypeParam>::backward(y.data() + r * ld, cols, dy.data() + r * ld, cols, one.data(),
+                                    cols, 1, cols);
+      for (std::size_t i = 0; i < cols; ++i)
+        ASSERT_EQ(dx[r * ld + i], one[i]) << "row " << r << ", i " << i;
       for (std::size_t i = cols; i < ld; ++i) ASSERT_EQ(dx[r * ld + i], T(-7)) << "padding written";
     }
   }
@@ -522,7 +555,8 @@ TYPED_TEST(sparsemax_test, loss) {
         const T got = table_of<TypeParam>::loss(xt.data(), n, t);
         const long double want = smax::reference::sparsemax_loss(xt.data(), n, t);
         EXPECT_NEAR(static_cast<double>(got), static_cast<double>(want),
-                    eps * (1 + std::fabs(static_cast<double>(want)))) << "n " << n << ", t " << t;
+                    eps * (1 + std::fabs(static_cast<double>(want))))
+            << "n " << n << ", t " << t;
         EXPECT_GE(got, T(0));
         // The Fenchel-Young form <y - e_t, z> + ½(1 - ||y||²) agrees (reference, long double).
         const auto r = smax::reference::sparsemax(xt.data(), n);
@@ -531,20 +565,26 @@ TYPED_TEST(sparsemax_test, loss) {
           const long double z = static_cast<long double>(xt[i]) - m;
           fy += (r.y[i] - (i == t)) * z - r.y[i] * r.y[i] / 2;
         }
-        EXPECT_NEAR(static_cast<double>(fy), static_cast<double>(want), 1e-12 * (1 + std::fabs(double(want))));
+        EXPECT_NEAR(static_cast<double>(fy), static_cast<double>(want),
+                    1e-12 * (1 + std::fabs(double(want))));
         // dx = dloss·(y - e_t), against finite differences of the reference loss.
         std::vector<T> dx(n + 1, T(-7));
         table_of<TypeParam>::loss_backward(xt.data(), n, t, T(2), dx.data());
         EXPECT_EQ(dx[n], T(-7));
         std::vector<double> x(xt.begin(), xt.end());
-        auto f = [&](std::vector<double> const& v) { return smax::reference::sparsemax_loss(v.data(), v.size(), t); };
+        auto f = [&](std::vector<double> const& v) {
+          return smax::reference::sparsemax_loss(v.data(), v.size(), t);
+        };
         long double sum = 0;
         for (std::size_t i = 0; i < n; ++i) {
           sum += dx[i];
-          EXPECT_NEAR(static_cast<double>(dx[i]), 2 * static_cast<double>(r.y[i] - (i == t)), 2 * sparsemax_atol<T>);
+          EXPECT_NEAR(static_cast<double>(dx[i]), 2 * static_cast<double>(r.y[i] - (i == t)),
+                      2 * sparsemax_atol<T>);
           if (n <= 100 && offset == 0.0) {
-            EXPECT_NEAR(static_cast<double>(dx[i]), 2 * static_cast<double>(central_difference(f, x, i, 1e-6L)),
-                        1e-8 + 4 * sparsemax_atol<T>) << i;
+            EXPECT_NEAR(static_cast<double>(dx[i]),
+                        2 * static_cast<double>(central_difference(f, x, i, 1e-6L)),
+                        1e-8 + 4 * sparsemax_atol<T>)
+                << i;
           }
         }
         EXPECT_NEAR(static_cast<double>(sum), 0.0, 2 * double(n) * sparsemax_atol<T>);
@@ -576,7 +616,8 @@ void public_api() {
   const auto ref = smax::reference::sparsemax(x.data(), x.size());
   std::vector<T> y(x.size());
   smax::sparsemax(x.data(), y.data(), x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], static_cast<double>(ref.y[i]), sparsemax_atol<T>);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], static_cast<double>(ref.y[i]), sparsemax_atol<T>);
   // In place.
   std::vector<T> inplace(x);
   smax::sparsemax(inplace.data(), inplace.data(), inplace.size());
@@ -585,7 +626,8 @@ void public_api() {
   const smax::sparsemax_threshold<T> th = smax::sparsemax_tau(x.data(), x.size());
   // Bound: the rounding of m + tau_z to T (ulp/2 of |tau|) plus the bound on tau_z.
   EXPECT_NEAR(th.tau, static_cast<double>(ref.tau),
-              std::fabs(static_cast<double>(ref.tau)) * std::numeric_limits<T>::epsilon() + sparsemax_atol<T>);
+              std::fabs(static_cast<double>(ref.tau)) * std::numeric_limits<T>::epsilon() +
+                  sparsemax_atol<T>);
   EXPECT_EQ(th.support_size, ref.support_size);
   const std::vector<T> nan_row = {1, quiet_nan<T>};
   EXPECT_TRUE(std::isnan(smax::sparsemax_tau(nan_row.data(), 2).tau));

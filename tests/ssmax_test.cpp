@@ -36,9 +36,10 @@ template <class T>
     if (std::isfinite(v)) m = std::fmax(m, static_cast<long double>(lambda) * v);
   const double base = sizeof(T) == 4 ? 1e-6 : 1e-14, slope = sizeof(T) == 4 ? 0x1p-22 : 0x1p-51;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const long double spread = std::isfinite(x[i]) ? std::fabs(m - static_cast<long double>(lambda) * x[i]) : 0;
+    const long double spread =
+        std::isfinite(x[i]) ? std::fabs(m - static_cast<long double>(lambda) * x[i]) : 0;
     auto ok = matches(y[i], r[i], base + static_cast<double>(spread) * slope,
-                            std::numeric_limits<T>::min(), i);
+                      std::numeric_limits<T>::min(), i);
     if (!ok) return ok << " [lambda " << lambda << ", n = " << x.size() << "]";
   }
   return ::testing::AssertionSuccess();
@@ -88,7 +89,8 @@ TYPED_TEST(ssmax_test, masks_and_special_values) {
       for (T special : {infinity<T>, quiet_nan<T>}) {
         auto z = x;
         z[(i + 1) % n] = special;
-        for (T v : ssmax_of<TypeParam>(z, T(l))) EXPECT_TRUE(std::isnan(v)) << special << ", lambda " << l;
+        for (T v : ssmax_of<TypeParam>(z, T(l)))
+          EXPECT_TRUE(std::isnan(v)) << special << ", lambda " << l;
       }
     }
   const std::vector<T> masked(n, -infinity<T>);
@@ -139,10 +141,13 @@ TYPED_TEST(ssmax_test, lambda_rounding_where_its_terms_cancel) {
       const auto r = smax::reference::ssmax(x.data(), c.n, lambda);
       // m: the entry of the largest λ·x (the minimum when λ < 0).
       long double m = lambda >= 0 ? -HUGE_VALL : HUGE_VALL, spread = 0;
-      for (T v : x) m = lambda >= 0 ? std::fmax(m, static_cast<long double>(v)) : std::fmin(m, static_cast<long double>(v));
+      for (T v : x)
+        m = lambda >= 0 ? std::fmax(m, static_cast<long double>(v))
+                        : std::fmin(m, static_cast<long double>(v));
       for (T v : x) spread = std::fmax(spread, std::fabs(v - m));
       const double base = sizeof(T) == 4 ? 1e-6 : 1e-14, slope = sizeof(T) == 4 ? 0x1p-22 : 0x1p-51;
-      const double lambda_error = 0x1p-51 * (std::fabs(c.s * std::log(double(c.n))) + std::fabs(c.b));
+      const double lambda_error =
+          0x1p-51 * (std::fabs(c.s * std::log(double(c.n))) + std::fabs(c.b));
       for (std::size_t i = 0; i < c.n; ++i) {
         const double d = static_cast<double>(std::fabs(x[i] - m));
         const double rtol = base + d * std::fabs(static_cast<double>(lambda)) * slope +
@@ -159,7 +164,8 @@ TYPED_TEST(ssmax_test, rows_backward_equals_single_rows) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::ssmax_table<typename TypeParam::arch>;
   const std::size_t rows = 5;
-  for (std::size_t cols : {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
+  for (std::size_t cols :
+       {std::size_t(1), std::size_t(3), 2 * TypeParam::width + 1, std::size_t(300)})
     for (T lambda : {T(1.7), T(-0.4)}) {
       const std::size_t ld = cols + 7;
       const auto x = random_row<T>(rows * ld, 8.0, 0.0, static_cast<unsigned>(cols));
@@ -169,10 +175,13 @@ TYPED_TEST(ssmax_test, rows_backward_equals_single_rows) {
       double batched_dlambda = 0, single_dlambda = 0;
       EXPECT_TRUE(rows_equal_single_rows<T>(
           rows, cols, ld,
-          [&](T* dx) { table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, lambda, &batched_dlambda); },
+          [&](T* dx) {
+            table::backward(x.data(), ld, y.data(), ld, dy.data(), ld, dx, ld, rows, cols, lambda,
+                            &batched_dlambda);
+          },
           [&](std::size_t r, T* dx) {
-            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld, cols, dx, cols, 1,
-                            cols, lambda, &single_dlambda);
+            table::backward(x.data() + r * ld, cols, y.data() + r * ld, cols, dy.data() + r * ld,
+                            cols, dx, cols, 1, cols, lambda, &single_dlambda);
           }))
           << "lambda " << lambda;
       EXPECT_NEAR(batched_dlambda, single_dlambda, 1e-12 * (1 + std::fabs(single_dlambda)));

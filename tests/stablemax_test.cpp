@@ -34,10 +34,11 @@ template <class C, class T>
   const auto r = smax::reference::stablemax(x.data(), x.size(), log);
   const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : 1e-14;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    auto ok = log ? matches(y[i], r[i], 0.0,
-                            eps * (std::fabs(static_cast<double>(r[i])) + 1 + std::log(double(x.size()))),
-                            i, false)
-                  : matches(y[i], r[i], softmax_rtol<T>, std::numeric_limits<T>::min(), i);
+    auto ok =
+        log ? matches(y[i], r[i], 0.0,
+                      eps * (std::fabs(static_cast<double>(r[i])) + 1 + std::log(double(x.size()))),
+                      i, false)
+            : matches(y[i], r[i], softmax_rtol<T>, std::numeric_limits<T>::min(), i);
     if (!ok) return ok << " [" << (log ? "log, " : "") << "n = " << x.size() << "]";
   }
   return ::testing::AssertionSuccess();
@@ -66,16 +67,16 @@ TYPED_TEST(stablemax_test, extreme_values_masks_and_special_rows) {
   const T big = std::numeric_limits<T>::max(), inf = infinity<T>, nan = quiet_nan<T>;
   const T f = static_cast<T>(3e38), g = static_cast<T>(1e38);
   const std::vector<std::vector<T>> rows = {
-      {f, g},                                  // the sum of s overflows float: [0.75, 0.25]
-      {big, -big, T(0), T(1)},                 // s(-max) underflows; log stays finite
-      {-big, -big, -big},                      // every s subnormal in float: uniform
+      {f, g},                   // the sum of s overflows float: [0.75, 0.25]
+      {big, -big, T(0), T(1)},  // s(-max) underflows; log stays finite
+      {-big, -big, -big},       // every s subnormal in float: uniform
       {-f, T(-1), T(-1e30)},
-      {T(5)},                                  // n = 1: [1] / [0]
-      {-inf, T(2), -inf, T(-3)},               // masked entries
-      {T(1e-30), T(-1e-30), T(0), -T(0)},      // ties around 0
-      {-inf, -inf},                            // all masked: NaN
-      {T(1), nan, T(2)},                       // NaN: NaN row
-      {T(1), inf, T(2)},                       // +inf: NaN row
+      {T(5)},                              // n = 1: [1] / [0]
+      {-inf, T(2), -inf, T(-3)},           // masked entries
+      {T(1e-30), T(-1e-30), T(0), -T(0)},  // ties around 0
+      {-inf, -inf},                        // all masked: NaN
+      {T(1), nan, T(2)},                   // NaN: NaN row
+      {T(1), inf, T(2)},                   // +inf: NaN row
       {std::numeric_limits<T>::denorm_min(), -std::numeric_limits<T>::denorm_min()},
   };
   for (bool log : {false, true})
@@ -141,10 +142,12 @@ TYPED_TEST(stablemax_test, backward) {
         total += std::fabs(static_cast<long double>(dy[i]));
       }
       for (std::size_t i = 0; i < n; ++i) {
-        const long double gi = std::isinf(x[i]) ? 0 : 1 / (1 + std::fabs(static_cast<long double>(x[i])));
+        const long double gi =
+            std::isinf(x[i]) ? 0 : 1 / (1 + std::fabs(static_cast<long double>(x[i])));
         const long double bound =
-            16 * eps * gi * (log ? std::fabs(static_cast<long double>(dy[i])) + p[i] * total
-                                 : p[i] * std::fabs(static_cast<long double>(dy[i])) + p[i] * weighted);
+            16 * eps * gi *
+            (log ? std::fabs(static_cast<long double>(dy[i])) + p[i] * total
+                 : p[i] * std::fabs(static_cast<long double>(dy[i])) + p[i] * weighted);
         EXPECT_LE(std::fabs(dx[i] - want[i]), bound)
             << (log ? "log, " : "") << "n = " << n << ", i = " << i << ": " << dx[i] << " vs "
             << static_cast<double>(want[i]);

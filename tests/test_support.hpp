@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstddef>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -51,8 +51,8 @@ struct config_names {
 };
 
 // Skips (never silently passes) an instruction set this CPU lacks.
-#define SMAX_SKIP_IF_UNAVAILABLE(C)                                                      \
-  if (!smax::detail::arch_available<typename C::arch>())                                 \
+#define SMAX_SKIP_IF_UNAVAILABLE(C)                      \
+  if (!smax::detail::arch_available<typename C::arch>()) \
   GTEST_SKIP() << C::arch::name() << " is not supported by this CPU"
 
 // Every stride-th input of an exhaustive sweep (1 = all; the sanitizer job samples).
@@ -109,11 +109,16 @@ constexpr algorithm_id all_algorithms[] = {algorithm_id::three_pass, algorithm_i
                                            algorithm_id::two_pass, algorithm_id::automatic};
 inline const char* name_of(algorithm_id a) {
   switch (a) {
-    case algorithm_id::three_pass: return "three_pass";
-    case algorithm_id::online: return "online";
-    case algorithm_id::two_pass: return "two_pass";
-    case algorithm_id::blocked_three_pass: return "blocked_three_pass";
-    default: return "automatic";
+    case algorithm_id::three_pass:
+      return "three_pass";
+    case algorithm_id::online:
+      return "online";
+    case algorithm_id::two_pass:
+      return "two_pass";
+    case algorithm_id::blocked_three_pass:
+      return "blocked_three_pass";
+    default:
+      return "automatic";
   }
 }
 
@@ -138,8 +143,8 @@ template <class C, class T>
   std::vector<T> y(n + 1, T(-7));  // one guard element past the end
   forward<C>(algorithm, log, x.data(), y.data(), n, temperature, zero_masked_rows);
   if (y[n] != T(-7)) return ::testing::AssertionFailure() << "wrote past the end";
-  const auto ref = smax::reference::softmax(x.data(), n, log,
-                                            {static_cast<long double>(temperature), zero_masked_rows});
+  const auto ref = smax::reference::softmax(
+      x.data(), n, log, {static_cast<long double>(temperature), zero_masked_rows});
   long double m = -HUGE_VALL;
   for (T v : x) m = v > m ? v : m;
   const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : 1e-14;
@@ -152,8 +157,10 @@ template <class C, class T>
       const double bound = eps * (std::fabs(static_cast<double>(ref[i])) + 1 + std::log(double(n)));
       r = matches(y[i], ref[i], 0.0, bound, i, false);
     } else {
-      const double spread = temperature == T(1) ? 0.0 : static_cast<double>((m - x[i]) / temperature);
-      r = matches(y[i], ref[i], softmax_rtol<T> + eps * (std::isfinite(spread) ? spread : 0.0), tiny, i);
+      const double spread =
+          temperature == T(1) ? 0.0 : static_cast<double>((m - x[i]) / temperature);
+      r = matches(y[i], ref[i], softmax_rtol<T> + eps * (std::isfinite(spread) ? spread : 0.0),
+                  tiny, i);
     }
     if (!r && failures++ == 0) first = r;
   }
@@ -166,8 +173,9 @@ template <class C, class T>
 // matrix with leading dimension ld (> cols) into dx (prefilled with -7), single(r, dx_r) row r
 // alone into cols values. The rows must equal the single rows bit for bit, the padding untouched.
 template <class T, class Batched, class Single>
-::testing::AssertionResult rows_equal_single_rows(std::size_t rows, std::size_t cols, std::size_t ld,
-                                                  Batched const& batched, Single const& single) {
+::testing::AssertionResult rows_equal_single_rows(std::size_t rows, std::size_t cols,
+                                                  std::size_t ld, Batched const& batched,
+                                                  Single const& single) {
   std::vector<T> dx(rows * ld, T(-7));
   batched(dx.data());
   for (std::size_t r = 0; r < rows; ++r) {
@@ -178,7 +186,8 @@ template <class T, class Batched, class Single>
         return ::testing::AssertionFailure() << "row " << r << ", " << i << ": " << dx[r * ld + i]
                                              << " against " << one[i] << " (cols " << cols << ")";
     for (std::size_t i = cols; i < ld; ++i)
-      if (dx[r * ld + i] != T(-7)) return ::testing::AssertionFailure() << "padding of row " << r << " written";
+      if (dx[r * ld + i] != T(-7))
+        return ::testing::AssertionFailure() << "padding of row " << r << " written";
   }
   return ::testing::AssertionSuccess();
 }

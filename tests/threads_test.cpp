@@ -40,50 +40,82 @@ std::vector<call<T>> every_public_call() {
   std::vector<call<T>> c;
   const smax::softmax_options t2{2.0};
   const smax::multimax_options mm{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
-  auto add = [&](std::string name, std::function<void(const T*, T*, std::size_t)> f) { c.push_back({std::move(name), std::move(f)}); };
+  auto add = [&](std::string name, std::function<void(const T*, T*, std::size_t)> f) {
+    c.push_back({std::move(name), std::move(f)});
+  };
   // Header-only forms.
   add("softmax", [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n); });
   add("softmax T=2", [=](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n, t2); });
-  add("softmax online", [](const T* x, T* y, std::size_t n) { smax::softmax(smax::online, x, y, n); });
-  add("softmax two_pass", [](const T* x, T* y, std::size_t n) { smax::softmax(smax::two_pass, x, y, n); });
-  add("softmax three_pass", [](const T* x, T* y, std::size_t n) { smax::softmax(smax::three_pass, x, y, n); });
+  add("softmax online",
+      [](const T* x, T* y, std::size_t n) { smax::softmax(smax::online, x, y, n); });
+  add("softmax two_pass",
+      [](const T* x, T* y, std::size_t n) { smax::softmax(smax::two_pass, x, y, n); });
+  add("softmax three_pass",
+      [](const T* x, T* y, std::size_t n) { smax::softmax(smax::three_pass, x, y, n); });
   add("log_softmax", [](const T* x, T* y, std::size_t n) { smax::log_softmax(x, y, n); });
-  add("log_softmax online", [](const T* x, T* y, std::size_t n) { smax::log_softmax(smax::online, x, y, n); });
-  add("softmax_rows", [](const T* x, T* y, std::size_t n) { if (n) smax::softmax_rows(x, y, 2, n / 2, n / 2); });
-  add("softmax_backward", [](const T* x, T* y, std::size_t n) { smax::softmax_backward(x, x, y, n); });
-  add("log_softmax_backward", [](const T* x, T* y, std::size_t n) { smax::log_softmax_backward(x, x, y, n); });
+  add("log_softmax online",
+      [](const T* x, T* y, std::size_t n) { smax::log_softmax(smax::online, x, y, n); });
+  add("softmax_rows", [](const T* x, T* y, std::size_t n) {
+    if (n) smax::softmax_rows(x, y, 2, n / 2, n / 2);
+  });
+  add("softmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::softmax_backward(x, x, y, n); });
+  add("log_softmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::log_softmax_backward(x, x, y, n); });
   add("online state", [](const T* x, T* y, std::size_t n) {
-    const auto s = smax::merge(smax::online_reduce(x, n / 2), smax::online_reduce(x + n / 2, n - n / 2));
+    const auto s =
+        smax::merge(smax::online_reduce(x, n / 2), smax::online_reduce(x + n / 2, n - n / 2));
     smax::online_normalize(s, x, y, n);
   });
   add("sparsemax", [](const T* x, T* y, std::size_t n) { smax::sparsemax(x, y, n); });
-  add("sparsemax_backward", [](const T* x, T* y, std::size_t n) { smax::sparsemax_backward(x, x, y, n); });
-  add("sparsemax_loss", [](const T* x, T* y, std::size_t n) { if (n) y[0] = smax::sparsemax_loss(x, n, 0); });
+  add("sparsemax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::sparsemax_backward(x, x, y, n); });
+  add("sparsemax_loss", [](const T* x, T* y, std::size_t n) {
+    if (n) y[0] = smax::sparsemax_loss(x, n, 0);
+  });
   add("softpick", [](const T* x, T* y, std::size_t n) { smax::softpick(x, y, n); });
-  add("softpick_backward", [](const T* x, T* y, std::size_t n) { smax::softpick_backward(x, x, x, y, n); });
+  add("softpick_backward",
+      [](const T* x, T* y, std::size_t n) { smax::softpick_backward(x, x, x, y, n); });
   add("multimax", [=](const T* x, T* y, std::size_t n) { smax::multimax(x, y, n, mm); });
-  add("multimax_backward", [=](const T* x, T* y, std::size_t n) { smax::multimax_backward(x, x, x, y, n, mm); });
+  add("multimax_backward",
+      [=](const T* x, T* y, std::size_t n) { smax::multimax_backward(x, x, x, y, n, mm); });
   add("ssmax", [](const T* x, T* y, std::size_t n) { smax::ssmax(x, y, n); });
-  add("ssmax_backward", [](const T* x, T* y, std::size_t n) { smax::ssmax_backward(x, x, x, y, n); });
+  add("ssmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::ssmax_backward(x, x, x, y, n); });
   add("sigmoid", [](const T* x, T* y, std::size_t n) { smax::sigmoid(x, y, n); });
-  add("sigmoid_attention", [](const T* x, T* y, std::size_t n) { smax::sigmoid_attention(x, y, n); });
-  add("sigmoid_backward", [](const T* x, T* y, std::size_t n) { smax::sigmoid_backward(x, x, y, n); });
+  add("sigmoid_attention",
+      [](const T* x, T* y, std::size_t n) { smax::sigmoid_attention(x, y, n); });
+  add("sigmoid_backward",
+      [](const T* x, T* y, std::size_t n) { smax::sigmoid_backward(x, x, y, n); });
   // Runtime-dispatched forms.
   add("runtime::softmax", [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); });
-  add("runtime::softmax online T=2", [=](const T* x, T* y, std::size_t n) { smax::runtime::softmax(smax::online, x, y, n, t2); });
-  add("runtime::log_softmax", [](const T* x, T* y, std::size_t n) { smax::runtime::log_softmax(x, y, n); });
-  add("runtime::softmax_backward", [](const T* x, T* y, std::size_t n) { smax::runtime::softmax_backward(x, x, y, n); });
-  add("runtime::sparsemax", [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax(x, y, n); });
-  add("runtime::sparsemax_backward", [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax_backward(x, x, y, n); });
-  add("runtime::softpick", [](const T* x, T* y, std::size_t n) { smax::runtime::softpick(x, y, n); });
-  add("runtime::softpick_backward", [](const T* x, T* y, std::size_t n) { smax::runtime::softpick_backward(x, x, x, y, n); });
-  add("runtime::multimax", [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax(x, y, n, mm); });
-  add("runtime::multimax_backward", [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax_backward(x, x, x, y, n, mm); });
+  add("runtime::softmax online T=2",
+      [=](const T* x, T* y, std::size_t n) { smax::runtime::softmax(smax::online, x, y, n, t2); });
+  add("runtime::log_softmax",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::log_softmax(x, y, n); });
+  add("runtime::softmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::softmax_backward(x, x, y, n); });
+  add("runtime::sparsemax",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax(x, y, n); });
+  add("runtime::sparsemax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::sparsemax_backward(x, x, y, n); });
+  add("runtime::softpick",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::softpick(x, y, n); });
+  add("runtime::softpick_backward",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::softpick_backward(x, x, x, y, n); });
+  add("runtime::multimax",
+      [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax(x, y, n, mm); });
+  add("runtime::multimax_backward", [=](const T* x, T* y, std::size_t n) {
+    smax::runtime::multimax_backward(x, x, x, y, n, mm);
+  });
   add("runtime::ssmax", [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax(x, y, n); });
-  add("runtime::ssmax_backward", [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax_backward(x, x, x, y, n); });
+  add("runtime::ssmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax_backward(x, x, x, y, n); });
   add("runtime::sigmoid", [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid(x, y, n); });
-  add("runtime::sigmoid_attention", [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid_attention(x, y, n); });
-  add("runtime::sigmoid_backward", [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid_backward(x, x, y, n); });
+  add("runtime::sigmoid_attention",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid_attention(x, y, n); });
+  add("runtime::sigmoid_backward",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid_backward(x, x, y, n); });
   return c;
 }
 
@@ -114,7 +146,8 @@ TEST(threads, every_family_concurrently_equals_single_threaded) {
 
   // The threads run first, so that the runtime's first-use choice of instruction set happens
   // among them; the single-threaded results are computed after they finish.
-  std::vector<std::vector<std::vector<float>>> got(thread_count, std::vector<std::vector<float>>(jobs));
+  std::vector<std::vector<std::vector<float>>> got(thread_count,
+                                                   std::vector<std::vector<float>>(jobs));
   std::atomic<unsigned> ready{0};
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < thread_count; ++t)
@@ -139,7 +172,8 @@ TEST(threads, every_family_concurrently_equals_single_threaded) {
     std::vector<float> want(x.size(), -1.f);
     calls[j / inputs.size()].run(x.data(), want.data(), x.size());
     for (unsigned t = 0; t < thread_count; ++t)
-      EXPECT_TRUE(same_bits(got[t][j], want)) << calls[j / inputs.size()].name << ", n = " << x.size() << ", thread " << t;
+      EXPECT_TRUE(same_bits(got[t][j], want))
+          << calls[j / inputs.size()].name << ", n = " << x.size() << ", thread " << t;
   }
 }
 
@@ -153,19 +187,24 @@ TEST(threads, short_lived_threads_with_sparsemax_scratch) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
       threads.emplace_back([&, t] {
-        if (t % 2) smax::runtime::sparsemax(x.data(), y[t].data(), x.size());
-        else smax::sparsemax(x.data(), y[t].data(), x.size());
+        if (t % 2)
+          smax::runtime::sparsemax(x.data(), y[t].data(), x.size());
+        else
+          smax::sparsemax(x.data(), y[t].data(), x.size());
       });
     for (auto& th : threads) th.join();
     std::vector<float> header_only(x.size());
     smax::sparsemax(x.data(), header_only.data(), x.size());
-    for (int t = 0; t < 4; ++t) EXPECT_TRUE(same_bits(y[t], t % 2 ? want : header_only)) << "thread " << t;
+    for (int t = 0; t < 4; ++t)
+      EXPECT_TRUE(same_bits(y[t], t % 2 ? want : header_only)) << "thread " << t;
   }
 }
 
 #if defined(__x86_64__) || defined(__i386__)
 // MXCSR's control bits (everything but the six sticky exception flags, which arithmetic sets).
-unsigned control_bits() { return _mm_getcsr() & ~0x3Fu; }
+unsigned control_bits() {
+  return _mm_getcsr() & ~0x3Fu;
+}
 
 template <class T>
 void check_mxcsr_after_every_call() {
@@ -186,7 +225,8 @@ void check_mxcsr_after_every_call() {
     inputs.push_back({"all masked", std::vector<T>(n, -inf)});
   }
   const unsigned saved = _mm_getcsr();
-  for (unsigned start : {saved & ~0x8040u, saved | 0x8000u, saved | 0x8040u}) {  // FTZ/DAZ off, FTZ on, both on
+  for (unsigned start :
+       {saved & ~0x8040u, saved | 0x8000u, saved | 0x8040u}) {  // FTZ/DAZ off, FTZ on, both on
     for (auto const& c : every_public_call<T>())
       for (auto const& in : inputs) {
         std::vector<T> y(in.x.size() + 1);
@@ -194,14 +234,18 @@ void check_mxcsr_after_every_call() {
         c.run(in.x.data(), y.data(), in.x.size());
         const unsigned after = control_bits();
         _mm_setcsr(saved);
-        EXPECT_EQ(after, start & ~0x3Fu) << c.name << ", " << in.what << ", n = " << in.x.size() << ", MXCSR before "
-                                         << std::hex << start;
+        EXPECT_EQ(after, start & ~0x3Fu) << c.name << ", " << in.what << ", n = " << in.x.size()
+                                         << ", MXCSR before " << std::hex << start;
       }
   }
 }
 
-TEST(mxcsr, unchanged_after_every_public_call_float) { check_mxcsr_after_every_call<float>(); }
-TEST(mxcsr, unchanged_after_every_public_call_double) { check_mxcsr_after_every_call<double>(); }
+TEST(mxcsr, unchanged_after_every_public_call_float) {
+  check_mxcsr_after_every_call<float>();
+}
+TEST(mxcsr, unchanged_after_every_public_call_double) {
+  check_mxcsr_after_every_call<double>();
+}
 #endif
 
 }  // namespace

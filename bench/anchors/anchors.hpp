@@ -22,9 +22,9 @@ namespace smax_bench::anchors {
 
 /// What one softmax anchor is, for listing and naming benchmarks uniformly.
 struct anchor {
-    const char* name;    ///< implementation part of a benchmark name (`softmax/<name>/<n>`)
-    bool available;      ///< compiled into this build (its dependency was found)
-    bool log_supported;  ///< offers log-softmax as well as softmax
+  const char* name;    ///< implementation part of a benchmark name (`softmax/<name>/<n>`)
+  bool available;      ///< compiled into this build (its dependency was found)
+  bool log_supported;  ///< offers log-softmax as well as softmax
 };
 
 #if defined(SMAX_BENCH_HAVE_ONEDNN)
@@ -71,22 +71,22 @@ inline constexpr anchor all_anchors[] = {onednn_anchor, xnnpack_anchor, eigen_an
 /// ISA this library is compiled for (AVX-512 -> avx512_core, AVX2 -> avx2, else sse41), so the
 /// anchor and smax use the same vector width. `implementation()` tells what was chosen.
 class onednn_softmax {
-public:
-    onednn_softmax(std::size_t rows, std::size_t cols, bool log);
-    ~onednn_softmax();
-    onednn_softmax(onednn_softmax&&) noexcept;
-    onednn_softmax& operator=(onednn_softmax&&) noexcept;
-    onednn_softmax(const onednn_softmax&) = delete;
-    onednn_softmax& operator=(const onednn_softmax&) = delete;
+ public:
+  onednn_softmax(std::size_t rows, std::size_t cols, bool log);
+  ~onednn_softmax();
+  onednn_softmax(onednn_softmax&&) noexcept;
+  onednn_softmax& operator=(onednn_softmax&&) noexcept;
+  onednn_softmax(const onednn_softmax&) = delete;
+  onednn_softmax& operator=(const onednn_softmax&) = delete;
 
-    /// y = softmax (or log-softmax) of each row of x; x and y hold rows * cols floats.
-    void run(const float* x, float* y);
-    /// oneDNN's implementation name, e.g. "jit:avx2".
-    const char* implementation() const;
+  /// y = softmax (or log-softmax) of each row of x; x and y hold rows * cols floats.
+  void run(const float* x, float* y);
+  /// oneDNN's implementation name, e.g. "jit:avx2".
+  const char* implementation() const;
 
-private:
-    struct state;
-    std::unique_ptr<state> state_;
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
 };
 #endif
 
@@ -99,20 +99,20 @@ private:
 /// XNNPACK has no log-softmax: `log == true` throws std::invalid_argument.
 /// Like oneDNN it picks its ISA at run time (through cpuinfo); it cannot be capped.
 class xnnpack_softmax {
-public:
-    xnnpack_softmax(std::size_t rows, std::size_t cols, bool log);
-    ~xnnpack_softmax();
-    xnnpack_softmax(xnnpack_softmax&&) noexcept;
-    xnnpack_softmax& operator=(xnnpack_softmax&&) noexcept;
-    xnnpack_softmax(const xnnpack_softmax&) = delete;
-    xnnpack_softmax& operator=(const xnnpack_softmax&) = delete;
+ public:
+  xnnpack_softmax(std::size_t rows, std::size_t cols, bool log);
+  ~xnnpack_softmax();
+  xnnpack_softmax(xnnpack_softmax&&) noexcept;
+  xnnpack_softmax& operator=(xnnpack_softmax&&) noexcept;
+  xnnpack_softmax(const xnnpack_softmax&) = delete;
+  xnnpack_softmax& operator=(const xnnpack_softmax&) = delete;
 
-    /// y = softmax of each row of x; x and y hold rows * cols floats.
-    void run(const float* x, float* y);
+  /// y = softmax of each row of x; x and y hold rows * cols floats.
+  void run(const float* x, float* y);
 
-private:
-    struct state;
-    std::unique_ptr<state> state_;
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
 };
 #endif
 

@@ -13,24 +13,24 @@
 namespace smax_bench::anchors {
 
 void eigen_softmax(const float* x, float* y, std::size_t rows, std::size_t cols, bool log) {
-    if (cols == 0) {
-        return;  // maxCoeff() of an empty row asserts
+  if (cols == 0) {
+    return;  // maxCoeff() of an empty row asserts
+  }
+  using row_major = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const row_major> in(x, static_cast<Eigen::Index>(rows),
+                                       static_cast<Eigen::Index>(cols));
+  Eigen::Map<row_major> out(y, in.rows(), in.cols());
+  for (Eigen::Index r = 0; r < in.rows(); ++r) {
+    const auto x_row = in.row(r);
+    auto y_row = out.row(r);
+    if (log) {
+      y_row = x_row - x_row.maxCoeff();
+      y_row -= std::log(y_row.exp().sum());
+    } else {
+      y_row = (x_row - x_row.maxCoeff()).exp();
+      y_row /= y_row.sum();
     }
-    using row_major = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    const Eigen::Map<const row_major> in(x, static_cast<Eigen::Index>(rows),
-                                         static_cast<Eigen::Index>(cols));
-    Eigen::Map<row_major> out(y, in.rows(), in.cols());
-    for (Eigen::Index r = 0; r < in.rows(); ++r) {
-        const auto x_row = in.row(r);
-        auto y_row = out.row(r);
-        if (log) {
-            y_row = x_row - x_row.maxCoeff();
-            y_row -= std::log(y_row.exp().sum());
-        } else {
-            y_row = (x_row - x_row.maxCoeff()).exp();
-            y_row /= y_row.sum();
-        }
-    }
+  }
 }
 
 }  // namespace smax_bench::anchors

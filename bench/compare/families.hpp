@@ -4,9 +4,20 @@
 
 namespace compare_revisions {
 
-enum class family { softmax, log_softmax, ssmax, multimax, softpick, stablemax, log_stablemax, sparsemax, sigmoid };
-inline const char* const family_names[] = {"softmax", "log_softmax", "ssmax", "multimax", "softpick",
-                                           "stablemax", "log_stablemax", "sparsemax", "sigmoid"};
+enum class family {
+  softmax,
+  log_softmax,
+  ssmax,
+  multimax,
+  softpick,
+  stablemax,
+  log_stablemax,
+  sparsemax,
+  sigmoid
+};
+inline const char* const family_names[] = {"softmax",       "log_softmax", "ssmax",
+                                           "multimax",      "softpick",    "stablemax",
+                                           "log_stablemax", "sparsemax",   "sigmoid"};
 
 template <class T>
 void run_family_before(family f, const T* x, T* y, std::size_t rows, std::size_t cols);

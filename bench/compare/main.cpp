@@ -22,9 +22,10 @@ struct shape {
 void run(benchmark::State& state, family f, shape s, bool after) {
   // Inputs rotate through enough copies to leave the cache for the large shapes (64 MiB in all).
   const std::size_t elements = s.rows * s.cols;
-  const std::size_t copies = elements * sizeof(float) >= (std::size_t(1) << 20)
-                                 ? std::max<std::size_t>(1, (std::size_t(64) << 20) / (elements * sizeof(float)))
-                                 : 1;
+  const std::size_t copies =
+      elements * sizeof(float) >= (std::size_t(1) << 20)
+          ? std::max<std::size_t>(1, (std::size_t(64) << 20) / (elements * sizeof(float)))
+          : 1;
   std::vector<float> x(elements * copies), y(elements * copies);
   std::mt19937 rng(42);
   std::normal_distribution<float> d(0.f, 3.f);
@@ -52,8 +53,8 @@ int main(int argc, char** argv) {
     for (shape s : shapes)
       for (bool after : {false, true}) {
         const std::string name = std::string(family_names[f]) + "/" +
-                                 (s.rows > 1 ? std::to_string(s.rows) + "x" : "") + std::to_string(s.cols) +
-                                 (after ? "/after" : "/before");
+                                 (s.rows > 1 ? std::to_string(s.rows) + "x" : "") +
+                                 std::to_string(s.cols) + (after ? "/after" : "/before");
         benchmark::RegisterBenchmark(name.c_str(), run, static_cast<family>(f), s, after);
       }
   benchmark::Initialize(&argc, argv);

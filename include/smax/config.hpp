@@ -13,8 +13,10 @@ static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
 // -ffast-math: the bad-input contract survives it (special values are tested on their bits,
 // primitives/special.hpp), the accuracy bounds do not (the compiler may reassociate the error-free
 // transformations they rest on). README, "Compiler flags".
-#if defined(__FAST_MATH__) && !defined(SMAX_ALLOW_FAST_MATH) && (defined(__GNUC__) || defined(__clang__))
-#warning "smax compiled with -ffast-math: NaN/inf/mask handling holds, the documented accuracy bounds do not (README, Compiler flags); compile smax's kernels without it, or define SMAX_ALLOW_FAST_MATH to silence this"
+#if defined(__FAST_MATH__) && !defined(SMAX_ALLOW_FAST_MATH) && \
+    (defined(__GNUC__) || defined(__clang__))
+#warning \
+    "smax compiled with -ffast-math: NaN/inf/mask handling holds, the documented accuracy bounds do not (README, Compiler flags); compile smax's kernels without it, or define SMAX_ALLOW_FAST_MATH to silence this"
 #endif
 
 // Preconditions are asserted in debug builds; release builds give the documented result instead
@@ -62,7 +64,8 @@ static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
 #elif XSIMD_WITH_NEON
 #define SMAX_ABI_NAMESPACE v0_neon
 #else
-#error "smax needs an instruction set xsimd supports (SSE2, AVX2, AVX-512, NEON): check the compiler flags"
+#error \
+    "smax needs an instruction set xsimd supports (SSE2, AVX2, AVX-512, NEON): check the compiler flags"
 #endif
 
 // Supported compilers: GCC and Clang (both tested). The kernels use their builtins
@@ -79,5 +82,9 @@ static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
 #define SMAX_ALWAYS_INLINE inline __attribute__((always_inline))
 #define SMAX_FLATTEN __attribute__((flatten))
 
-#define SMAX_BEGIN_NAMESPACE namespace smax { inline namespace SMAX_ABI_NAMESPACE {
-#define SMAX_END_NAMESPACE } }
+#define SMAX_BEGIN_NAMESPACE \
+  namespace smax {           \
+  inline namespace SMAX_ABI_NAMESPACE {
+#define SMAX_END_NAMESPACE \
+  }                        \
+  }

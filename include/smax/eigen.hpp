@@ -86,8 +86,7 @@ struct rows_of {
 
 template <class D>
 constexpr bool check_input() noexcept {
-  static_assert(rows_of<D>::real,
-                "smax/eigen.hpp: the scalar type must be float or double");
+  static_assert(rows_of<D>::real, "smax/eigen.hpp: the scalar type must be float or double");
   static_assert(rows_of<D>::direct,
                 "smax/eigen.hpp: arguments must have storage (a Matrix, Array, Map, Ref, or a "
                 "block, row or transpose of one); evaluate an expression into a matrix first");
@@ -115,13 +114,13 @@ template <class A, class B>
 constexpr bool check_same_scalar() noexcept {
   static_assert(std::is_same<typename A::Scalar, typename B::Scalar>::value,
                 "smax/eigen.hpp: all arguments must have the same scalar type");
-  static_assert((int(A::RowsAtCompileTime) == Eigen::Dynamic ||
-                 int(B::RowsAtCompileTime) == Eigen::Dynamic ||
-                 int(A::RowsAtCompileTime) == int(B::RowsAtCompileTime)) &&
-                    (int(A::ColsAtCompileTime) == Eigen::Dynamic ||
-                     int(B::ColsAtCompileTime) == Eigen::Dynamic ||
-                     int(A::ColsAtCompileTime) == int(B::ColsAtCompileTime)),
-                "smax/eigen.hpp: the arguments have different compile-time shapes");
+  static_assert(
+      (int(A::RowsAtCompileTime) == Eigen::Dynamic || int(B::RowsAtCompileTime) == Eigen::Dynamic ||
+       int(A::RowsAtCompileTime) == int(B::RowsAtCompileTime)) &&
+          (int(A::ColsAtCompileTime) == Eigen::Dynamic ||
+           int(B::ColsAtCompileTime) == Eigen::Dynamic ||
+           int(A::ColsAtCompileTime) == int(B::ColsAtCompileTime)),
+      "smax/eigen.hpp: the arguments have different compile-time shapes");
   return std::is_same<typename A::Scalar, typename B::Scalar>::value;
 }
 
@@ -187,8 +186,8 @@ inline bool partially_overlap(const T* x, std::size_t ldx, const T* y, std::size
 // overlap of the output with an input, NaN output on a shape mismatch in release builds).
 template <class F, class Out, class... In>
 inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
-  constexpr bool ok = check_output<Out>() && (check_input<In>() && ...) &&
-                      (check_same_scalar<In, Out>() && ...);
+  constexpr bool ok =
+      check_output<Out>() && (check_input<In>() && ...) && (check_same_scalar<In, Out>() && ...);
   if constexpr (ok) {
     const bool shapes = (same_shape(in, out) && ...);
     SMAX_ASSERT(shapes && "smax/eigen.hpp: every argument must have the same shape");
@@ -196,7 +195,8 @@ inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
     const auto rows = static_cast<std::size_t>(out.rows());
     const auto cols = static_cast<std::size_t>(out.cols());
     SMAX_ASSERT(!(partially_overlap(in.data(), leading_dimension(in), out.data(),
-                                    leading_dimension(out), rows, cols) || ...) &&
+                                    leading_dimension(out), rows, cols) ||
+                  ...) &&
                 "smax/eigen.hpp: the output overlaps an input without being the same matrix");
     if (rows == 0 || cols == 0) return;
     f(rows, cols, out.data(), leading_dimension(out), in.data()..., leading_dimension(in)...);
@@ -208,7 +208,8 @@ template <class Family, class X, class Y>
 inline void forward(X const& x, Y& y, typename Family::options const& opts,
                     api::algorithm_choice algorithm) noexcept {
   for_rows(
-      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp, std::size_t ldx) {
+      [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,
+          std::size_t ldx) {
         api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
       },
       y, x);
@@ -217,23 +218,21 @@ inline void forward(X const& x, Y& y, typename Family::options const& opts,
 // Inputs: (y, dy) or (x, y, dy) as the family's backward_form says. grads, if not null, is set:
 // to zero for an empty call or a shape mismatch (whose dx is NaN).
 template <class Family, class DX, class... In>
-inline void backward(DX& dx, typename Family::options const& opts,
-                     typename Family::grads* grads, In const&... in) noexcept {
+inline void backward(DX& dx, typename Family::options const& opts, typename Family::grads* grads,
+                     In const&... in) noexcept {
   if (grads) *grads = typename Family::grads{};
   for_rows(
       [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto... p) {
         const auto args = std::make_tuple(p...);  // the data pointers, then the strides
         using T = std::remove_pointer_t<decltype(dxp)>;
         if constexpr (sizeof...(In) == 2)
-          api::backward<Family, api::header_only>(static_cast<const T*>(nullptr), 0,
-                                                  std::get<0>(args), std::get<2>(args),
-                                                  std::get<1>(args), std::get<3>(args), dxp, lddx,
-                                                  r, c, opts, grads);
+          api::backward<Family, api::header_only>(
+              static_cast<const T*>(nullptr), 0, std::get<0>(args), std::get<2>(args),
+              std::get<1>(args), std::get<3>(args), dxp, lddx, r, c, opts, grads);
         else
-          api::backward<Family, api::header_only>(std::get<0>(args), std::get<3>(args),
-                                                  std::get<1>(args), std::get<4>(args),
-                                                  std::get<2>(args), std::get<5>(args), dxp, lddx,
-                                                  r, c, opts, grads);
+          api::backward<Family, api::header_only>(
+              std::get<0>(args), std::get<3>(args), std::get<1>(args), std::get<4>(args),
+              std::get<2>(args), std::get<5>(args), dxp, lddx, r, c, opts, grads);
       },
       dx, in...);
 }
@@ -252,42 +251,43 @@ inline void backward(DX& dx, typename Family::options const& opts,
 // argument rules above: row-major, contiguous rows, one shape, each argument its own outer
 // stride, never copied; .transpose() for the columns; the output may be an input itself but must
 // not partially overlap one.
-#define SMAX_DETAIL_EIGEN_FORMS(name, extra_forms)                                                 \
-  template <class X, class Y, class F_ = api::name##_family, eigen_detail::if_dense_t<Y> = 0>      \
-  inline void name(Eigen::DenseBase<X> const& x, Y&& y,                                            \
-                   typename F_::options const& opts = {}) noexcept {                               \
-    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_choice::automatic);             \
-  }                                                                                                \
-  template <class Algorithm, class X, class Y, class F_ = api::name##_family,                      \
-            eigen_detail::if_dense_t<Y> = 0, api::if_algorithms_t<F_> = 0>                         \
-  inline auto name(Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,                      \
-                   typename F_::options const& opts = {}) noexcept                                 \
-      -> decltype(api::algorithm_of(algorithm), void()) {                                          \
-    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_of(algorithm));                 \
-  }                                                                                                \
-  template <class Y, class DY, class DX, class F_ = api::name##_family,                            \
-            eigen_detail::if_dense_t<DX> = 0,                                                      \
-            api::if_backward_t<F_, api::backward_shape::from_output> = 0>                          \
-  inline void name##_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,        \
-                              DX&& dx, typename F_::options const& opts = {}) noexcept {           \
-    eigen_detail::backward<F_>(dx, opts, nullptr, y.derived(), dy.derived());                      \
-  }                                                                                                \
-  template <class X, class Y, class DY, class DX, class F_ = api::name##_family,                   \
-            eigen_detail::if_dense_t<DX> = 0,                                                      \
-            api::if_backward_t<F_, api::backward_shape::from_input> = 0>                           \
-  inline void name##_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,          \
-                              Eigen::DenseBase<DY> const& dy, DX&& dx,                             \
-                              typename F_::options const& opts = {}) noexcept {                    \
-    eigen_detail::backward<F_>(dx, opts, nullptr, x.derived(), y.derived(), dy.derived());         \
-  }                                                                                                \
-  template <class X, class Y, class DY, class DX, class F_ = api::name##_family,                   \
-            eigen_detail::if_dense_t<DX> = 0,                                                      \
-            api::if_backward_t<F_, api::backward_shape::from_input_with_grads> = 0>                \
-  inline void name##_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,          \
-                              Eigen::DenseBase<DY> const& dy, DX&& dx,                             \
-                              typename F_::options const& opts = {},                               \
-                              typename F_::grads* grads = nullptr) noexcept {                      \
-    eigen_detail::backward<F_>(dx, opts, grads, x.derived(), y.derived(), dy.derived());           \
+#define SMAX_DETAIL_EIGEN_FORMS(name, extra_forms)                                            \
+  template <class X, class Y, class F_ = api::name##_family, eigen_detail::if_dense_t<Y> = 0> \
+  inline void name(Eigen::DenseBase<X> const& x, Y&& y,                                       \
+                   typename F_::options const& opts = {}) noexcept {                          \
+    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_choice::automatic);        \
+  }                                                                                           \
+  template <class Algorithm, class X, class Y, class F_ = api::name##_family,                 \
+            eigen_detail::if_dense_t<Y> = 0, api::if_algorithms_t<F_> = 0>                    \
+  inline auto name(                                                                           \
+      Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,                               \
+      typename F_::options const& opts = {}) noexcept->decltype(api::algorithm_of(algorithm), \
+                                                                void()) {                     \
+    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_of(algorithm));            \
+  }                                                                                           \
+  template <class Y, class DY, class DX, class F_ = api::name##_family,                       \
+            eigen_detail::if_dense_t<DX> = 0,                                                 \
+            api::if_backward_t<F_, api::backward_shape::from_output> = 0>                     \
+  inline void name##_backward(Eigen::DenseBase<Y> const& y, Eigen::DenseBase<DY> const& dy,   \
+                              DX&& dx, typename F_::options const& opts = {}) noexcept {      \
+    eigen_detail::backward<F_>(dx, opts, nullptr, y.derived(), dy.derived());                 \
+  }                                                                                           \
+  template <class X, class Y, class DY, class DX, class F_ = api::name##_family,              \
+            eigen_detail::if_dense_t<DX> = 0,                                                 \
+            api::if_backward_t<F_, api::backward_shape::from_input> = 0>                      \
+  inline void name##_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,     \
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,                        \
+                              typename F_::options const& opts = {}) noexcept {               \
+    eigen_detail::backward<F_>(dx, opts, nullptr, x.derived(), y.derived(), dy.derived());    \
+  }                                                                                           \
+  template <class X, class Y, class DY, class DX, class F_ = api::name##_family,              \
+            eigen_detail::if_dense_t<DX> = 0,                                                 \
+            api::if_backward_t<F_, api::backward_shape::from_input_with_grads> = 0>           \
+  inline void name##_backward(Eigen::DenseBase<X> const& x, Eigen::DenseBase<Y> const& y,     \
+                              Eigen::DenseBase<DY> const& dy, DX&& dx,                        \
+                              typename F_::options const& opts = {},                          \
+                              typename F_::grads * grads = nullptr) noexcept {                \
+    eigen_detail::backward<F_>(dx, opts, grads, x.derived(), y.derived(), dy.derived());      \
   }
 SMAX_FAMILIES(SMAX_DETAIL_EIGEN_FORMS)
 #undef SMAX_DETAIL_EIGEN_FORMS

@@ -21,16 +21,16 @@
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
 
-#define SMAX_FAMILIES(X)                       \
-  X(softmax, SMAX_ONLINE_FORMS)                \
-  X(log_softmax, SMAX_NO_EXTRA_FORMS)          \
-  X(ssmax, SMAX_NO_EXTRA_FORMS)                \
-  X(multimax, SMAX_NO_EXTRA_FORMS)             \
-  X(softpick, SMAX_NO_EXTRA_FORMS)             \
-  X(sparsemax, SMAX_SPARSEMAX_EXTRA_FORMS)     \
-  X(sigmoid, SMAX_NO_EXTRA_FORMS)              \
-  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS)    \
-  X(stablemax, SMAX_NO_EXTRA_FORMS)            \
+#define SMAX_FAMILIES(X)                    \
+  X(softmax, SMAX_ONLINE_FORMS)             \
+  X(log_softmax, SMAX_NO_EXTRA_FORMS)       \
+  X(ssmax, SMAX_NO_EXTRA_FORMS)             \
+  X(multimax, SMAX_NO_EXTRA_FORMS)          \
+  X(softpick, SMAX_NO_EXTRA_FORMS)          \
+  X(sparsemax, SMAX_SPARSEMAX_EXTRA_FORMS)  \
+  X(sigmoid, SMAX_NO_EXTRA_FORMS)           \
+  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS) \
+  X(stablemax, SMAX_NO_EXTRA_FORMS)         \
   X(log_stablemax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \

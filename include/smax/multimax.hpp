@@ -72,7 +72,8 @@ SMAX_BEGIN_NAMESPACE
 namespace api {
 
 template <class T>
-inline kernels::multimax_parameters<T> multimax_parameters_of(multimax_options const& opts) noexcept {
+inline kernels::multimax_parameters<T> multimax_parameters_of(
+    multimax_options const& opts) noexcept {
   kernels::multimax_parameters<T> p{};
   for (int k = 0; k < 4; ++k) {
     p.t[k] = static_cast<T>(opts.t[k]);
@@ -97,7 +98,8 @@ struct multimax_family : family_defaults {
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                          std::size_t rows, std::size_t cols, options const& opts,
                                          algorithm_choice) noexcept {
-    kernels::multimax_table<A>::forward(x, ldx, y, ldy, rows, cols, multimax_parameters_of<T>(opts));
+    kernels::multimax_table<A>::forward(x, ldx, y, ldy, rows, cols,
+                                        multimax_parameters_of<T>(opts));
   }
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void backward(A, const T* x, std::size_t ldx, const T* y,

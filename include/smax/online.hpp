@@ -20,7 +20,7 @@ namespace smax {
 template <class T>
 struct online_state {
   T max = -static_cast<T>(__builtin_huge_val());  // row maximum; -inf: nothing unmasked yet
-  double sum = 0.0;                                // sum of exp((x - max)/T), kept in double
+  double sum = 0.0;                               // sum of exp((x - max)/T), kept in double
 };
 
 }  // namespace smax
@@ -30,13 +30,15 @@ namespace api {
 
 // The chunk passes on one dispatcher's kernels (header-only or runtime).
 template <class Dispatch, class T>
-inline online_state<T> online_reduce(const T* x, std::size_t n, softmax_options const& opts) noexcept {
+inline online_state<T> online_reduce(const T* x, std::size_t n,
+                                     softmax_options const& opts) noexcept {
   SMAX_ASSERT(x != nullptr || n == 0);
   check_temperature(opts);
   online_state<T> s;
   if (n == 0) return s;
   Dispatch::visit([&](auto a) {
-    kernels::softmax_table<decltype(a)>::online_reduce(x, n, static_cast<T>(opts.temperature), &s.max, &s.sum);
+    kernels::softmax_table<decltype(a)>::online_reduce(x, n, static_cast<T>(opts.temperature),
+                                                       &s.max, &s.sum);
   });
   return s;
 }
@@ -49,8 +51,8 @@ inline void online_normalize(online_state<T> const& s, const T* x, T* y, std::si
   if (n == 0) return;
   Dispatch::visit([&](auto a) {
     kernels::softmax_table<decltype(a)>::online_normalize(x, y, n, static_cast<T>(opts.temperature),
-                                                  softmax_like_family<Log>::flags(opts), s.max,
-                                                  s.sum);
+                                                          softmax_like_family<Log>::flags(opts),
+                                                          s.max, s.sum);
   });
 }
 
@@ -62,21 +64,21 @@ inline void online_normalize(online_state<T> const& s, const T* x, T* y, std::si
 // whose merged state is s.
 // online_log_normalize(s, x, y, n [, opts]): z = (x - s.max)/T - log s.sum for one chunk: the
 // log-softmax of the whole row.
-#define SMAX_ONLINE_FORMS(Dispatch)                                                          \
-  template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
-  inline online_state<T> online_reduce(const T* x, std::size_t n,                            \
-                                       softmax_options const& opts = {}) noexcept {          \
-    return ::smax::api::online_reduce<Dispatch>(x, n, opts);                                 \
-  }                                                                                          \
-  template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
-  inline void online_normalize(online_state<T> const& s, const T* x, T* y, std::size_t n,    \
-                               softmax_options const& opts = {}) noexcept {                  \
-    ::smax::api::online_normalize<Dispatch, false>(s, x, y, n, opts);                        \
-  }                                                                                          \
-  template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
+#define SMAX_ONLINE_FORMS(Dispatch)                                                           \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                        \
+  inline online_state<T> online_reduce(const T* x, std::size_t n,                             \
+                                       softmax_options const& opts = {}) noexcept {           \
+    return ::smax::api::online_reduce<Dispatch>(x, n, opts);                                  \
+  }                                                                                           \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                        \
+  inline void online_normalize(online_state<T> const& s, const T* x, T* y, std::size_t n,     \
+                               softmax_options const& opts = {}) noexcept {                   \
+    ::smax::api::online_normalize<Dispatch, false>(s, x, y, n, opts);                         \
+  }                                                                                           \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                        \
   inline void online_log_normalize(online_state<T> const& s, const T* x, T* y, std::size_t n, \
-                                   softmax_options const& opts = {}) noexcept {              \
-    ::smax::api::online_normalize<Dispatch, true>(s, x, y, n, opts);                         \
+                                   softmax_options const& opts = {}) noexcept {               \
+    ::smax::api::online_normalize<Dispatch, true>(s, x, y, n, opts);                          \
   }
 
 SMAX_ONLINE_FORMS(api::header_only)
@@ -98,7 +100,8 @@ inline online_state<T> merge(online_state<T> const& a, online_state<T> const& b,
   // Where 1/T overflows double (T < 1/DBL_MAX), the difference is divided by T instead (0·inf at
   // the maximum would be NaN); m - M overflows then only where (m - M)/T does.
   auto ratio = [&](T m) {
-    if (__builtin_isinf(inv_t)) return std::exp((static_cast<double>(m) - static_cast<double>(max)) / opts.temperature);
+    if (__builtin_isinf(inv_t))
+      return std::exp((static_cast<double>(m) - static_cast<double>(max)) / opts.temperature);
     return std::exp((0.5 * static_cast<double>(m) - half_max) * inv_t * 2.0);
   };
   s.sum = a.sum * ratio(a.max) + b.sum * ratio(b.max);

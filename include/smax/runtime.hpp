@@ -45,7 +45,10 @@ inline selection select() noexcept {
   if (forced && *forced) {
     for (std::size_t i = 0; i < count; ++i)
       if (std::strcmp(forced, candidates[i].name) == 0) return candidates[i];
-    std::fprintf(stderr, "smax: SMAX_FORCE_ARCH=%s is unknown, not compiled in or not supported by this CPU (available:", forced);
+    std::fprintf(stderr,
+                 "smax: SMAX_FORCE_ARCH=%s is unknown, not compiled in or not supported by this "
+                 "CPU (available:",
+                 forced);
     for (std::size_t i = 0; i < count; ++i) std::fprintf(stderr, " %s", candidates[i].name);
     std::fprintf(stderr, "); running %s\n", candidates[0].name);
   }
@@ -64,10 +67,12 @@ template <class F>
 inline decltype(auto) visit(F&& f) noexcept {
   switch (active().id) {
 #define SMAX_DETAIL_ARCH_CASE(data, name, type) \
-  case arch_id::name: return f(type{});
+  case arch_id::name:                           \
+    return f(type{});
     SMAX_COMPILED_ARCHS(SMAX_DETAIL_ARCH_CASE, ~)
 #undef SMAX_DETAIL_ARCH_CASE
-    default: return f(xsimd::default_arch{});
+    default:
+      return f(xsimd::default_arch{});
   }
 }
 
@@ -83,10 +88,12 @@ struct chosen {
 
 // The name of the instruction set the runtime entry points run ("avx512bw", "avx2", "sse2",
 // "neon64", or "header-only").
-inline const char* arch_name() noexcept { return dispatch::active().name; }
+inline const char* arch_name() noexcept {
+  return dispatch::active().name;
+}
 
 // Every family's forms, stamped from the one list.
-#define SMAX_DETAIL_RUNTIME_FORMS(name, extra_forms)                 \
+#define SMAX_DETAIL_RUNTIME_FORMS(name, extra_forms)              \
   SMAX_FAMILY(name, ::smax::api::name##_family, dispatch::chosen) \
   extra_forms(dispatch::chosen)
 SMAX_FAMILIES(SMAX_DETAIL_RUNTIME_FORMS)

@@ -65,7 +65,8 @@ struct sigmoid_like_family : family_defaults {
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                          std::size_t rows, std::size_t cols, options const& opts,
                                          algorithm_choice) noexcept {
-    kernels::sigmoid_table<A>::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(bias(opts, cols)));
+    kernels::sigmoid_table<A>::forward(x, ldx, y, ldy, rows, cols,
+                                       static_cast<T>(bias(opts, cols)));
   }
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void backward(A, const T*, std::size_t, const T* y, std::size_t ldy,

@@ -41,10 +41,14 @@ inline void check_temperature(softmax_options const& opts) noexcept {
 
 inline kernels::algorithm_id kernel_algorithm(algorithm_choice a) noexcept {
   switch (a) {
-    case algorithm_choice::three_pass: return kernels::algorithm_id::three_pass;
-    case algorithm_choice::online: return kernels::algorithm_id::online;
-    case algorithm_choice::two_pass: return kernels::algorithm_id::two_pass;
-    default: return kernels::algorithm_id::automatic;
+    case algorithm_choice::three_pass:
+      return kernels::algorithm_id::three_pass;
+    case algorithm_choice::online:
+      return kernels::algorithm_id::online;
+    case algorithm_choice::two_pass:
+      return kernels::algorithm_id::two_pass;
+    default:
+      return kernels::algorithm_id::automatic;
   }
 }
 
@@ -66,7 +70,7 @@ struct softmax_like_family : family_defaults {
                                          std::size_t rows, std::size_t cols, options const& opts,
                                          algorithm_choice algorithm) noexcept {
     kernels::softmax_table<A>::forward(x, ldx, y, ldy, rows, cols, static_cast<T>(opts.temperature),
-                               flags(opts), kernel_algorithm(algorithm));
+                                       flags(opts), kernel_algorithm(algorithm));
   }
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void backward(A, const T*, std::size_t, const T* y, std::size_t ldy,
@@ -74,7 +78,7 @@ struct softmax_like_family : family_defaults {
                                           std::size_t rows, std::size_t cols, options const& opts,
                                           grads*) noexcept {
     kernels::softmax_table<A>::backward(y, ldy, dy, lddy, dx, lddx, rows, cols,
-                                static_cast<T>(opts.temperature), flags(opts));
+                                        static_cast<T>(opts.temperature), flags(opts));
   }
 };
 using softmax_family = softmax_like_family<false>;

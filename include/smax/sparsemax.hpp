@@ -129,19 +129,19 @@ SMAX_FAMILY(sparsemax, api::sparsemax_family, api::header_only)
 // Error: |L - L*| <= 2^-22·(1 + |L*|) (float; 2^-50·(1 + |L*|) for double).
 // sparsemax_loss_backward(x, n, target, dloss, dx): the gradient of dloss·L with respect to x: dx = dloss·(y - e_t), y = sparsemax(x). A masked target
 // (L = +inf, no gradient), a special row or t >= n gives a NaN row. x == dx is allowed.
-#define SMAX_SPARSEMAX_EXTRA_FORMS(Dispatch)                                                 \
-  template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
-  inline sparsemax_threshold<T> sparsemax_tau(const T* x, std::size_t n) noexcept {          \
-    return ::smax::api::sparsemax_tau<Dispatch>(x, n);                                       \
-  }                                                                                          \
-  template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
-  inline T sparsemax_loss(const T* x, std::size_t n, std::size_t target) noexcept {          \
-    return ::smax::api::sparsemax_loss<Dispatch>(x, n, target);                              \
-  }                                                                                          \
-  template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
+#define SMAX_SPARSEMAX_EXTRA_FORMS(Dispatch)                                                  \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                        \
+  inline sparsemax_threshold<T> sparsemax_tau(const T* x, std::size_t n) noexcept {           \
+    return ::smax::api::sparsemax_tau<Dispatch>(x, n);                                        \
+  }                                                                                           \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                        \
+  inline T sparsemax_loss(const T* x, std::size_t n, std::size_t target) noexcept {           \
+    return ::smax::api::sparsemax_loss<Dispatch>(x, n, target);                               \
+  }                                                                                           \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                        \
   inline void sparsemax_loss_backward(const T* x, std::size_t n, std::size_t target, T dloss, \
-                                      T* dx) noexcept {                                      \
-    ::smax::api::sparsemax_loss_backward<Dispatch>(x, n, target, dloss, dx);                 \
+                                      T* dx) noexcept {                                       \
+    ::smax::api::sparsemax_loss_backward<Dispatch>(x, n, target, dloss, dx);                  \
   }
 
 SMAX_SPARSEMAX_EXTRA_FORMS(api::header_only)

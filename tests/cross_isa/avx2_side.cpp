@@ -10,20 +10,24 @@ namespace cross_isa {
 // Reads a member of each options type that has one, so that the call cannot be folded away.
 template <class Options>
 double weight(Options const& opts) {
-  return static_cast<double>(sizeof opts) + (sizeof(Options) > 1 ? 1.0 : 0.0) * reinterpret_cast<const unsigned char*>(&opts)[0];
+  return static_cast<double>(sizeof opts) +
+         (sizeof(Options) > 1 ? 1.0 : 0.0) * reinterpret_cast<const unsigned char*>(&opts)[0];
 }
 
-#define CROSS_ISA_DEFINE(name, extra)                                         \
-  double name(typename smax::api::name##_family::options const& opts,        \
-              typename smax::api::name##_family::grads* grads) {             \
-    return weight(opts) + (grads ? 1.0 : 0.0);                               \
+#define CROSS_ISA_DEFINE(name, extra)                                 \
+  double name(typename smax::api::name##_family::options const& opts, \
+              typename smax::api::name##_family::grads* grads) {      \
+    return weight(opts) + (grads ? 1.0 : 0.0);                        \
   }
 SMAX_FAMILIES(CROSS_ISA_DEFINE)
 #undef CROSS_ISA_DEFINE
 
-double online(smax::online_state<float> const& s, smax::three_pass_t, smax::online_t, smax::two_pass_t) {
+double online(smax::online_state<float> const& s, smax::three_pass_t, smax::online_t,
+              smax::two_pass_t) {
   return s.sum + s.max;
 }
-double threshold(smax::sparsemax_threshold<double> const& t) { return t.tau + static_cast<double>(t.support_size); }
+double threshold(smax::sparsemax_threshold<double> const& t) {
+  return t.tau + static_cast<double>(t.support_size);
+}
 
 }  // namespace cross_isa

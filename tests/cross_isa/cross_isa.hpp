@@ -11,14 +11,15 @@ namespace cross_isa {
 
 // One function per family, stamped from the list: it takes the family's options and gradient
 // types and returns a value that depends on them (defined in avx2_side.cpp).
-#define CROSS_ISA_DECLARE(name, extra)                                               \
-  double name(typename smax::api::name##_family::options const& opts,               \
+#define CROSS_ISA_DECLARE(name, extra)                                \
+  double name(typename smax::api::name##_family::options const& opts, \
               typename smax::api::name##_family::grads* grads);
 SMAX_FAMILIES(CROSS_ISA_DECLARE)
 #undef CROSS_ISA_DECLARE
 
 // The types outside the list of families.
-double online(smax::online_state<float> const& s, smax::three_pass_t, smax::online_t, smax::two_pass_t);
+double online(smax::online_state<float> const& s, smax::three_pass_t, smax::online_t,
+              smax::two_pass_t);
 double threshold(smax::sparsemax_threshold<double> const& t);
 
 }  // namespace cross_isa

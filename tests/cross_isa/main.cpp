@@ -9,11 +9,11 @@
 
 int main() {
   double total = 0;
-#define CROSS_ISA_CALL(name, extra)                                  \
-  {                                                                  \
-    typename smax::api::name##_family::options opts{};              \
-    typename smax::api::name##_family::grads grads{};               \
-    total += cross_isa::name(opts, &grads);                          \
+#define CROSS_ISA_CALL(name, extra)                    \
+  {                                                    \
+    typename smax::api::name##_family::options opts{}; \
+    typename smax::api::name##_family::grads grads{};  \
+    total += cross_isa::name(opts, &grads);            \
   }
   SMAX_FAMILIES(CROSS_ISA_CALL)
 #undef CROSS_ISA_CALL

@@ -100,7 +100,8 @@ TYPED_TEST(exp_minus_max_test, outside_their_conditions_the_short_forms_differ) 
   for (std::size_t i = 0; i < x.size(); ++i) {
     const long double r = std::exp(static_cast<long double>(x[i]) - static_cast<long double>(max));
     EXPECT_LE(std::fabs(static_cast<long double>(y[i]) - r) / r,
-              sizeof(T) == 4 ? 1.2e-7L : 4.5e-16L) << "at " << x[i];
+              sizeof(T) == 4 ? 1.2e-7L : 4.5e-16L)
+        << "at " << x[i];
   }
 }
 
@@ -120,7 +121,9 @@ TYPED_TEST(exp_minus_max_test, power_of_two_shift_against_long_double) {
     if (t != T(1) && !fma) continue;  // the scaled form needs a fused multiply-add
     for (double m : {0.0, 5.3, -2.7, 1000.25, -1000.5, 0.9 * limit, -0.9 * limit}) {
       const T max = static_cast<T>(m * static_cast<double>(t));
-      auto x = row_between<T>(static_cast<T>(static_cast<double>(max) - 80.0 * static_cast<double>(t)), max, max, seed++);
+      auto x =
+          row_between<T>(static_cast<T>(static_cast<double>(max) - 80.0 * static_cast<double>(t)),
+                         max, max, seed++);
       x.push_back(-infinity<T>);
       x.push_back(quiet_nan<T>);
       x.push_back(static_cast<T>(static_cast<double>(max) - 2000.0 * static_cast<double>(t)));
@@ -135,7 +138,8 @@ TYPED_TEST(exp_minus_max_test, power_of_two_shift_against_long_double) {
       const long double inv_t = static_cast<long double>(T(1) / t);
       const long double top = y[0];  // the maximum's value: exp(max/T - σ)·(1 + error)
       for (std::size_t i = 0; i + 3 < n; ++i) {
-        const long double r = std::exp((static_cast<long double>(x[i]) - static_cast<long double>(max)) * inv_t);
+        const long double r =
+            std::exp((static_cast<long double>(x[i]) - static_cast<long double>(max)) * inv_t);
         EXPECT_LE(std::fabs(static_cast<long double>(y[i]) / top / r - 1), tol)
             << "x = " << x[i] << ", max = " << max << ", T = " << t;
       }

@@ -89,7 +89,8 @@ TYPED_TEST(exp_double_test, within_two_ulp) {
       probe_of<TypeParam>::exp_nonpositive(x.data(), y.data(), x.size());
       for (std::size_t i = 0; i < x.size(); ++i) {
         const long double r = std::exp(static_cast<long double>(x[i]));
-        const double err = static_cast<double>(std::fabs(y[i] - r) / ulp_of<double>(static_cast<double>(r)));
+        const double err =
+            static_cast<double>(std::fabs(y[i] - r) / ulp_of<double>(static_cast<double>(r)));
         max_ulp = std::max(max_ulp, err);
       }
     }

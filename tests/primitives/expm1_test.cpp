@@ -34,8 +34,8 @@ TYPED_TEST(expm1_test, special_values) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const T big = std::numeric_limits<T>::max();
   const T sub = std::numeric_limits<T>::denorm_min();
-  const std::vector<T> x = {-infinity<T>, quiet_nan<T>, T(0), T(-1000), -big, T(-40), T(-41),
-                            T(1e-30), T(-1e-30), sub, T(1e-7), T(-1e-7)};
+  const std::vector<T> x = {-infinity<T>, quiet_nan<T>, T(0),      T(-1000), -big,    T(-40),
+                            T(-41),       T(1e-30),     T(-1e-30), sub,      T(1e-7), T(-1e-7)};
   std::vector<T> y(x.size());
   probe_of<TypeParam>::expm1(x.data(), y.data(), x.size());
   EXPECT_EQ(y[0], T(-1));
@@ -87,7 +87,8 @@ TYPED_TEST(expm1_float_test, within_two_ulp_on_a_dense_sweep) {
   }
   this->RecordProperty("max_ulp", std::to_string(max_ulp));
   EXPECT_LE(max_ulp, 2.0) << "at x = " << worst;
-  std::printf("[ expm1 ] %s float: max error %.3f ulp at %.9g\n", TypeParam::arch::name(), max_ulp, worst);
+  std::printf("[ expm1 ] %s float: max error %.3f ulp at %.9g\n", TypeParam::arch::name(), max_ulp,
+              worst);
 }
 
 // double: 10^7 inputs, log-uniform in magnitude over [2^-60, 40] on both sides and uniform on
@@ -105,7 +106,8 @@ TYPED_TEST(expm1_double_test, within_two_ulp_sampled) {
     probe_of<TypeParam>::expm1(x.data(), y.data(), x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
       const long double r = std::expm1(static_cast<long double>(x[i]));
-      const double err = static_cast<double>(std::fabs(y[i] - r) / ulp_of<double>(static_cast<double>(r)));
+      const double err =
+          static_cast<double>(std::fabs(y[i] - r) / ulp_of<double>(static_cast<double>(r)));
       if (err > max_ulp) {
         max_ulp = err;
         worst = x[i];
@@ -113,7 +115,8 @@ TYPED_TEST(expm1_double_test, within_two_ulp_sampled) {
     }
   }
   EXPECT_LE(max_ulp, 2.0) << "at x = " << worst;
-  std::printf("[ expm1 ] %s double: max error %.3f ulp at %.17g\n", TypeParam::arch::name(), max_ulp, worst);
+  std::printf("[ expm1 ] %s double: max error %.3f ulp at %.17g\n", TypeParam::arch::name(),
+              max_ulp, worst);
 }
 
 }  // namespace

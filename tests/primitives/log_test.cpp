@@ -50,7 +50,8 @@ double worst_relative_error(std::vector<double> const& s, double* worst_at) {
 
 TYPED_TEST(log_of_sum_test, special_values) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  const std::vector<double> s = {1.0, infinity<double>, quiet_nan<double>, 2.0, 0x1p-1, 0.0, -1.0, 0x1p-1060};
+  const std::vector<double> s = {1.0,  infinity<double>, quiet_nan<double>, 2.0, 0x1p-1, 0.0,
+                                 -1.0, 0x1p-1060};
   std::vector<double> y(s.size());
   probe_of<TypeParam>::log_of_sum(s.data(), y.data(), s.size());
   EXPECT_EQ(y[0], 0.0);
@@ -59,7 +60,7 @@ TYPED_TEST(log_of_sum_test, special_values) {
   EXPECT_TRUE(std::isnan(y[2]));
   EXPECT_NEAR(y[3], std::log(2.0), 1e-16);
   EXPECT_NEAR(y[4], -std::log(2.0), 1e-16);  // below 1 works too (not a caller's case)
-  EXPECT_EQ(y[5], -infinity<double>);           // and libm's results for what is not positive
+  EXPECT_EQ(y[5], -infinity<double>);        // and libm's results for what is not positive
   EXPECT_TRUE(std::isnan(y[6]));
   EXPECT_NEAR(y[7], std::log(0x1p-1060), 1e-12);
 }
@@ -124,7 +125,8 @@ TYPED_TEST_SUITE(log_normal_test, all_configs, config_names);
 // |y - log t| in units of the last place of max(|log t|, smallest normal).
 template <class T>
 double log_ulps(T y, long double want) {
-  const long double scale = std::max(std::fabs(want), static_cast<long double>(std::numeric_limits<T>::min()));
+  const long double scale =
+      std::max(std::fabs(want), static_cast<long double>(std::numeric_limits<T>::min()));
   const long double ulp = std::ldexp(1.0L, std::ilogb(scale) - std::numeric_limits<T>::digits + 1);
   return static_cast<double>(std::fabs(static_cast<long double>(y) - want) / ulp);
 }
@@ -190,10 +192,15 @@ TYPED_TEST(log_normal_test, within_two_ulp) {
 TYPED_TEST(log_normal_test, log1p_of_nonnegative) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  std::vector<T> a = {T(0), infinity<T>, std::numeric_limits<T>::max(), std::numeric_limits<T>::min(),
-                      std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::epsilon()};
+  std::vector<T> a = {T(0),
+                      infinity<T>,
+                      std::numeric_limits<T>::max(),
+                      std::numeric_limits<T>::min(),
+                      std::numeric_limits<T>::denorm_min(),
+                      std::numeric_limits<T>::epsilon()};
   std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> exponent(-60.0, std::log2(static_cast<double>(std::numeric_limits<T>::max())) - 1);
+  std::uniform_real_distribution<double> exponent(
+      -60.0, std::log2(static_cast<double>(std::numeric_limits<T>::max())) - 1);
   for (int k = 0; k < 1000000; ++k) a.push_back(static_cast<T>(std::exp2(exponent(rng))));
   std::vector<T> y(a.size());
   probe_of<TypeParam>::log1p_nonnegative(a.data(), y.data(), a.size());

@@ -16,13 +16,15 @@ TEST(streaming_stores, every_alignment_and_length) {
   std::vector<float> x(256 + 3 * width);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f;
   for (std::size_t offset = 0; offset < 2 * width; ++offset)
-    for (std::size_t n : {std::size_t(0), std::size_t(1), width - 1, width, 2 * width + 1, std::size_t(256)}) {
+    for (std::size_t n :
+         {std::size_t(0), std::size_t(1), width - 1, width, 2 * width + 1, std::size_t(256)}) {
       std::vector<float> y(n + 2 * width + 8, -1.0f);
       smax::primitives::map_streaming<A>(x.data(), y.data() + offset, n,
                                          [](batch const& v) { return v + batch(1.0f); });
       for (std::size_t i = 0; i < y.size(); ++i) {
         const bool inside = i >= offset && i < offset + n;
-        ASSERT_EQ(y[i], inside ? x[i - offset] + 1.0f : -1.0f) << "offset " << offset << ", n " << n;
+        ASSERT_EQ(y[i], inside ? x[i - offset] + 1.0f : -1.0f)
+            << "offset " << offset << ", n " << n;
       }
     }
 }

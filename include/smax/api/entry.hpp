@@ -53,9 +53,15 @@ namespace api {
 
 // The algorithm of a call: automatic (by row length) unless a tag names one (softmax family).
 enum class algorithm_choice : unsigned { automatic, three_pass, online, two_pass };
-inline constexpr algorithm_choice algorithm_of(three_pass_t) noexcept { return algorithm_choice::three_pass; }
-inline constexpr algorithm_choice algorithm_of(online_t) noexcept { return algorithm_choice::online; }
-inline constexpr algorithm_choice algorithm_of(two_pass_t) noexcept { return algorithm_choice::two_pass; }
+inline constexpr algorithm_choice algorithm_of(three_pass_t) noexcept {
+  return algorithm_choice::three_pass;
+}
+inline constexpr algorithm_choice algorithm_of(online_t) noexcept {
+  return algorithm_choice::online;
+}
+inline constexpr algorithm_choice algorithm_of(two_pass_t) noexcept {
+  return algorithm_choice::two_pass;
+}
 
 // Which arrays a family's backward pass reads besides dy: the forward output y only
 // (softmax: dx = f(y, dy)), or the input x as well (softpick, MultiMax, SSMax), and whether it
@@ -129,7 +135,8 @@ SMAX_ALWAYS_INLINE void forward(const T* x, std::size_t ldx, T* y, std::size_t l
   if (rows == 0 || cols == 0) return;
   if constexpr (Family::masks_rows) {
     if (opts.zero_masked_rows)
-      return forward_zero_masked_rows<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm);
+      return forward_zero_masked_rows<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts,
+                                                        algorithm);
   }
   Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
     Family::forward(a, x, ldx, y, ldy, rows, cols, opts, algorithm);
@@ -159,12 +166,13 @@ SMAX_ALWAYS_INLINE void backward(const T* x, std::size_t ldx, const T* y, std::s
     // The rows zero_masked_rows set to 0 have zero gradient (x tells them apart; a kernel that
     // reads x would take them for the NaN rows they are without the option).
     if (opts.zero_masked_rows) {
-      split_masked_rows(x, ldx, dx, lddx, rows, cols, T(0), [&](std::size_t first, std::size_t count) {
-        Dispatch::visit([&](auto a) {
-          Family::backward(a, x + first * ldx, ldx, y + first * ldy, ldy, dy + first * lddy, lddy,
-                           dx + first * lddx, lddx, count, cols, opts, grads);
-        });
-      });
+      split_masked_rows(
+          x, ldx, dx, lddx, rows, cols, T(0), [&](std::size_t first, std::size_t count) {
+            Dispatch::visit([&](auto a) {
+              Family::backward(a, x + first * ldx, ldx, y + first * ldy, ldy, dy + first * lddy,
+                               lddy, dx + first * lddx, lddx, count, cols, opts, grads);
+            });
+          });
       return;
     }
   }
@@ -183,18 +191,18 @@ SMAX_END_NAMESPACE
 
 // The span forms (C++20): x.size() == y.size() is a precondition.
 #if defined(SMAX_HAS_SPAN)
-#define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                         \
-  inline void name(std::span<const float> x, std::span<float> y,                               \
-                   typename Family::options const& opts = {}) noexcept {                       \
-    SMAX_ASSERT(x.size() == y.size());                                                         \
+#define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                          \
+  inline void name(std::span<const float> x, std::span<float> y,                                \
+                   typename Family::options const& opts = {}) noexcept {                        \
+    SMAX_ASSERT(x.size() == y.size());                                                          \
     ::smax::api::forward<Family, Dispatch>(x.data(), x.size(), y.data(), x.size(), 1, x.size(), \
-                                           opts);                                              \
-  }                                                                                            \
-  inline void name(std::span<const double> x, std::span<double> y,                             \
-                   typename Family::options const& opts = {}) noexcept {                       \
-    SMAX_ASSERT(x.size() == y.size());                                                         \
+                                           opts);                                               \
+  }                                                                                             \
+  inline void name(std::span<const double> x, std::span<double> y,                              \
+                   typename Family::options const& opts = {}) noexcept {                        \
+    SMAX_ASSERT(x.size() == y.size());                                                          \
     ::smax::api::forward<Family, Dispatch>(x.data(), x.size(), y.data(), x.size(), 1, x.size(), \
-                                           opts);                                              \
+                                           opts);                                               \
   }
 #else
 #define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)
@@ -225,7 +233,7 @@ SMAX_END_NAMESPACE
             ::smax::detail::if_real_t<T> = 0>                                                      \
   inline auto name(Algorithm algorithm, const T* x, T* y, std::size_t n,                           \
                    typename F_::options const& opts = {}) noexcept                                 \
-      -> decltype(::smax::api::algorithm_of(algorithm), void()) {                                  \
+      ->decltype(::smax::api::algorithm_of(algorithm), void()) {                                   \
     ::smax::api::forward<F_, Dispatch>(x, n, y, n, 1, n, opts,                                     \
                                        ::smax::api::algorithm_of(algorithm));                      \
   }                                                                                                \
@@ -234,7 +242,7 @@ SMAX_END_NAMESPACE
   inline auto name##_rows(Algorithm algorithm, const T* x, T* y, std::size_t rows,                 \
                           std::size_t cols, std::size_t ld,                                        \
                           typename F_::options const& opts = {}) noexcept                          \
-      -> decltype(::smax::api::algorithm_of(algorithm), void()) {                                  \
+      ->decltype(::smax::api::algorithm_of(algorithm), void()) {                                   \
     ::smax::api::forward<F_, Dispatch>(x, ld, y, ld, rows, cols, opts,                             \
                                        ::smax::api::algorithm_of(algorithm));                      \
   }                                                                                                \
@@ -271,20 +279,22 @@ SMAX_END_NAMESPACE
     ::smax::api::backward<F_, Dispatch>(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, nullptr);  \
   }                                                                                                \
   template <class T, class F_ = Family,                                                            \
-            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input_with_grads> = 0, \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input_with_grads> =   \
+                0,                                                                                 \
             ::smax::detail::if_real_t<T> = 0>                                                      \
   inline void name##_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,           \
                               typename F_::options const& opts = {},                               \
-                              typename F_::grads* grads = nullptr) noexcept {                      \
+                              typename F_::grads * grads = nullptr) noexcept {                     \
     ::smax::api::backward<F_, Dispatch>(x, n, y, n, dy, n, dx, n, 1, n, opts, grads);              \
   }                                                                                                \
   template <class T, class F_ = Family,                                                            \
-            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input_with_grads> = 0, \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input_with_grads> =   \
+                0,                                                                                 \
             ::smax::detail::if_real_t<T> = 0>                                                      \
   inline void name##_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,   \
                                    std::size_t cols, std::size_t ld,                               \
                                    typename F_::options const& opts = {},                          \
-                                   typename F_::grads* grads = nullptr) noexcept {                 \
+                                   typename F_::grads * grads = nullptr) noexcept {                \
     ::smax::api::backward<F_, Dispatch>(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, grads);    \
   }                                                                                                \
   SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)

@@ -7,5 +7,6 @@
 #include "../config.hpp"
 #include "archs.hpp"
 
-#define SMAX_DETAIL_DECLARE_TABLE(table, name, type) extern template struct smax::kernels::table<type>;
+#define SMAX_DETAIL_DECLARE_TABLE(table, name, type) \
+  extern template struct smax::kernels::table<type>;
 #define SMAX_DECLARE_DISPATCHED_TABLE(table) SMAX_COMPILED_ARCHS(SMAX_DETAIL_DECLARE_TABLE, table)

@@ -17,10 +17,18 @@
 namespace smax {
 namespace detail {
 
-template <class T> struct integer_of;
-template <> struct integer_of<float> { using type = std::int32_t; };
-template <> struct integer_of<double> { using type = std::int64_t; };
-template <class T> using integer_of_t = typename integer_of<T>::type;
+template <class T>
+struct integer_of;
+template <>
+struct integer_of<float> {
+  using type = std::int32_t;
+};
+template <>
+struct integer_of<double> {
+  using type = std::int64_t;
+};
+template <class T>
+using integer_of_t = typename integer_of<T>::type;
 
 // Reinterprets the bits of a batch as another lane type of the same width.
 template <class To, class From, class A>
@@ -64,12 +72,14 @@ struct has_native_fma
 template <class A>
 using is_avx512 = std::is_base_of<xsimd::avx512f, A>;
 template <class A>
-inline xsimd::batch<float, A> fma_avx512(xsimd::batch<float, A> const& a, xsimd::batch<float, A> const& b,
+inline xsimd::batch<float, A> fma_avx512(xsimd::batch<float, A> const& a,
+                                         xsimd::batch<float, A> const& b,
                                          xsimd::batch<float, A> const& c) noexcept {
   return _mm512_fmadd_ps(a, b, c);
 }
 template <class A>
-inline xsimd::batch<double, A> fma_avx512(xsimd::batch<double, A> const& a, xsimd::batch<double, A> const& b,
+inline xsimd::batch<double, A> fma_avx512(xsimd::batch<double, A> const& a,
+                                          xsimd::batch<double, A> const& b,
                                           xsimd::batch<double, A> const& c) noexcept {
   return _mm512_fmadd_pd(a, b, c);
 }
@@ -128,7 +138,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> nearbyint(xsimd::batch<T, A> const& v) noe
 // a·b + c with one rounding where the instruction set has it.
 template <class T, class A>
 inline xsimd::batch<T, A> mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
-                              xsimd::batch<T, A> const& c) noexcept {
+                                  xsimd::batch<T, A> const& c) noexcept {
 #if defined(SMAX_AVX512_FMA_INTRINSICS)
   return fma_dispatch(a, b, c, is_avx512<A>{});
 #else
@@ -140,7 +150,7 @@ inline xsimd::batch<T, A> mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A
 // a vector on it). The result is the same: the negation is exact.
 template <class T, class A>
 inline xsimd::batch<T, A> neg_mul_add(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
-                               xsimd::batch<T, A> const& c) noexcept {
+                                      xsimd::batch<T, A> const& c) noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
   if constexpr (std::is_base_of<xsimd::avx512f, A>::value) {
     if constexpr (sizeof(T) == 4)
@@ -159,7 +169,7 @@ inline xsimd::batch<T, A> neg_mul_add(xsimd::batch<T, A> const& a, xsimd::batch<
 // a·b - c
 template <class T, class A>
 inline xsimd::batch<T, A> mul_sub(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
-                              xsimd::batch<T, A> const& c) noexcept {
+                                  xsimd::batch<T, A> const& c) noexcept {
   return mul_add(a, b, -c);
 }
 
@@ -172,7 +182,8 @@ inline T horizontal_max_memory(xsimd::batch<T, A> const& v) noexcept {
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);
   for (std::size_t w = width / 2; w > 0; w /= 2)
-    for (std::size_t i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
+    for (std::size_t i = 0; i < w; ++i)
+      lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
   return lanes[0];
 }
 
@@ -213,12 +224,15 @@ inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
   if constexpr (sizeof(T) == 4) {
     if constexpr (sizeof(v) == 64) {
       const __m512 x = v;
-      const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(x),
-                                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
-      return _mm_cvtss_f32(max_lanes_128<A>(_mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))));
+      const __m256 h =
+          _mm256_max_ps(_mm512_castps512_ps256(x),
+                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+      return _mm_cvtss_f32(
+          max_lanes_128<A>(_mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))));
     } else if constexpr (sizeof(v) == 32) {
       const __m256 x = v;
-      return _mm_cvtss_f32(max_lanes_128<A>(_mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1))));
+      return _mm_cvtss_f32(
+          max_lanes_128<A>(_mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1))));
     } else {
       return _mm_cvtss_f32(max_lanes_128<A>(__m128(v)));
     }
@@ -226,10 +240,12 @@ inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
     if constexpr (sizeof(v) == 64) {
       const __m512d x = v;
       const __m256d h = _mm256_max_pd(_mm512_castpd512_pd256(x), _mm512_extractf64x4_pd(x, 1));
-      return _mm_cvtsd_f64(max_lanes_128<A>(_mm_max_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1))));
+      return _mm_cvtsd_f64(
+          max_lanes_128<A>(_mm_max_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1))));
     } else if constexpr (sizeof(v) == 32) {
       const __m256d x = v;
-      return _mm_cvtsd_f64(max_lanes_128<A>(_mm_max_pd(_mm256_castpd256_pd128(x), _mm256_extractf128_pd(x, 1))));
+      return _mm_cvtsd_f64(
+          max_lanes_128<A>(_mm_max_pd(_mm256_castpd256_pd128(x), _mm256_extractf128_pd(x, 1))));
     } else {
       return _mm_cvtsd_f64(max_lanes_128<A>(__m128d(v)));
     }
@@ -247,8 +263,9 @@ inline double horizontal_sum(xsimd::batch<T, A> const& v) noexcept {
   if constexpr (sizeof(T) == 4) {
     if constexpr (sizeof(v) == 64) {
       const __m512 x = v;
-      const __m512d s = _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(x)),
-                                      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))));
+      const __m512d s = _mm512_add_pd(
+          _mm512_cvtps_pd(_mm512_castps512_ps256(x)),
+          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))));
       const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
       return sum_lanes_128<A>(_mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1)));
     } else if constexpr (sizeof(v) == 32) {
@@ -322,7 +339,8 @@ struct simd_register<T, smax::detail::avx2_in<Host>> : simd_register<T, xsimd::f
   simd_register() = default;
 };
 template <class T, class Host>
-struct has_simd_register<T, smax::detail::avx2_in<Host>> : has_simd_register<T, xsimd::fma3<xsimd::avx2>> {};
+struct has_simd_register<T, smax::detail::avx2_in<Host>>
+    : has_simd_register<T, xsimd::fma3<xsimd::avx2>> {};
 }  // namespace types
 }  // namespace xsimd
 #endif

@@ -56,7 +56,13 @@ struct multimax_modulation {
   batch t0, t1, t2, t3, r0, r1, r2, r3;
 
   explicit multimax_modulation(multimax_parameters<T> const& p) noexcept
-      : t0(p.t[0]), t1(p.t[1]), t2(p.t[2]), t3(p.t[3]), r0(p.r[0]), r1(p.r[1]), r2(p.r[2]),
+      : t0(p.t[0]),
+        t1(p.t[1]),
+        t2(p.t[2]),
+        t3(p.t[3]),
+        r0(p.r[0]),
+        r1(p.r[1]),
+        r2(p.r[2]),
         r3(p.r[3]) {}
 
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
@@ -69,8 +75,10 @@ struct multimax_modulation {
     s = smax::detail::mul_add(t1, above1, s);
     s = smax::detail::mul_add(t2 * below2, below2, s);
     s = smax::detail::mul_add(t3 * above3, above3, s);
-    if constexpr (!Masked) return s;  // for rows known to hold no -inf
-    else return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
+    if constexpr (!Masked)
+      return s;  // for rows known to hold no -inf
+    else
+      return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
   }
 };
 
@@ -112,13 +120,15 @@ SMAX_FLATTEN inline void multimax_short_row(const T* x, T* y, std::size_t n,
   // As softmax's short_row (primitives::with_short_row_exp, short_normalizer).
   primitives::with_short_row_exp<A, T, false, Count>(max, T(1), [&](auto const& e) {
     using E = std::decay_t<decltype(e)>;
-    row.transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(row.transform_sum(e))));
+    row.transform(primitives::short_normalizer<A, T, E::exact_max>(
+        smax::detail::horizontal_sum(row.transform_sum(e))));
   });
   row.store(y);
 }
 
 template <class A, class T>
-inline void multimax_short_row(const T* x, T* y, std::size_t n, multimax_parameters<T> const& p) noexcept {
+inline void multimax_short_row(const T* x, T* y, std::size_t n,
+                               multimax_parameters<T> const& p) noexcept {
   primitives::with_register_count<A, T>(
       n, [&](auto count) { multimax_short_row<A, T, decltype(count)::value>(x, y, n, p); });
 }
@@ -128,7 +138,8 @@ inline void multimax_short_row(const T* x, T* y, std::size_t n, multimax_paramet
 // softmax's short_rows). A group holding a special row (as softmax's) goes row by row.
 template <class A, class T, std::size_t K, std::size_t Count>
 SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                             std::size_t n, multimax_parameters<T> const& p) noexcept {
+                                             std::size_t n,
+                                             multimax_parameters<T> const& p) noexcept {
   const multimax_modulation<A, T> sigma(p);
   using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
@@ -149,12 +160,14 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
         [&](auto k) { multimax_short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
-  using E = std::conditional_t<primitives::short_row_shift<A, false, Count>, primitives::exp_minus_shift<A, T, false>,
+  using E = std::conditional_t<primitives::short_row_shift<A, false, Count>,
+                               primitives::exp_minus_shift<A, T, false>,
                                primitives::exp_minus_max<A, T, false>>;
   batch s[K];
   primitives::unroll<K>([&](auto k) { s[k] = rows[k].transform_sum(E(max[k], T(1))); });
   primitives::unroll<K>([&](auto k) {
-    rows[k].transform(primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s[k])));
+    rows[k].transform(
+        primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s[k])));
     rows[k].store(y + k * ldy);
   });
 }
@@ -227,8 +240,14 @@ struct multimax_modulation_nondecreasing {
   batch t0, t1, r0, r1, k2, k2_r2, k3, k3_r3;
 
   explicit multimax_modulation_nondecreasing(multimax_parameters<T> const& p) noexcept
-      : t0(p.t[0]), t1(p.t[1]), r0(p.r[0]), r1(p.r[1]), k2(root(-p.t[2])), k2_r2(root(-p.t[2]) * p.r[2]),
-        k3(root(p.t[3])), k3_r3(root(p.t[3]) * p.r[3]) {}
+      : t0(p.t[0]),
+        t1(p.t[1]),
+        r0(p.r[0]),
+        r1(p.r[1]),
+        k2(root(-p.t[2])),
+        k2_r2(root(-p.t[2]) * p.r[2]),
+        k3(root(p.t[3])),
+        k3_r3(root(p.t[3]) * p.r[3]) {}
 
   // sqrt rounded to T (through double: innocuous double rounding for sqrt). A builtin, not
   // std::sqrt: no non-A-templated inline function is called from the kernels (table.hpp).
@@ -242,8 +261,10 @@ struct multimax_modulation_nondecreasing {
     s = smax::detail::neg_mul_add(below2, below2, s);
     const batch above3 = xsimd::max(smax::detail::mul_sub(k3, x, k3_r3), zero);
     s = smax::detail::mul_add(above3, above3, s);
-    if constexpr (!Masked) return s;
-    else return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
+    if constexpr (!Masked)
+      return s;
+    else
+      return xsimd::select(x == batch(-T(__builtin_huge_val())), x, s);
   }
 };
 
@@ -293,11 +314,13 @@ inline void multimax_row(const T* x, T* y, std::size_t n, multimax_modulation<A,
   const auto r = multimax_range<A>(x, n, sigma);
   // A NaN lost by the maximum makes the sum NaN; with max = -inf the row is NaN anyway.
   if (multimax_special_row<A>(r.max, primitives::is_nan(r.max), y, n)) return;
-  const double s = primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
-    return primitives::map_sum<A, true>(
-        x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
-  });
-  if (primitives::is_nan(s) || special_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+  const double s =
+      primitives::with_shifted_exp<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
+        return primitives::map_sum<A, true>(
+            x, y, n, neg_inf, [&](batch const& v) { return e(sigma(v)); }, next_row);
+      });
+  if (primitives::is_nan(s) || special_unseen_by_sum<A>(x, n))
+    return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
 }
 
@@ -312,11 +335,10 @@ constexpr double multimax_max_margin = 1.0;
 // (its preconditions hold with shift as the maximum and σ(min x) lowered by the margin as the
 // minimum). With all t = 0 the margin is 0 and this is softmax's arithmetic.
 template <class A, class T>
-inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
-                                       multimax_parameters<T> const& p,
-                                       multimax_modulation_nondecreasing<A, T, false> const& unmasked,
-                                       multimax_modulation_nondecreasing<A, T, true> const& sigma,
-                                       std::size_t next_row) noexcept {
+inline void multimax_row_nondecreasing(
+    const T* x, T* y, std::size_t n, multimax_parameters<T> const& p,
+    multimax_modulation_nondecreasing<A, T, false> const& unmasked,
+    multimax_modulation_nondecreasing<A, T, true> const& sigma, std::size_t next_row) noexcept {
   using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
   const T nan = __builtin_nan("");
@@ -326,12 +348,13 @@ inline void multimax_row_nondecreasing(const T* x, T* y, std::size_t n,
   const bool masked = primitives::is_neg_inf(range.min);
   const T min_finite = masked ? multimax_finite_min<A>(x, n) : range.min;
   const double margin = __builtin_fmax(multimax_rounding_margin<A>(range.max, p),
-                                  multimax_rounding_margin<A>(min_finite, p));
+                                       multimax_rounding_margin<A>(min_finite, p));
   // The margin lowers every exp(σ(x) - shift) by up to e^-margin. It grows with x² (2^-19·1.5x²
   // is 128 at |x| = 6680 for t3 = 1.5), and beyond a few units the row's largest values would
   // underflow with it (a sum of 0, a NaN row): such rows take the maximum of the computed σ
   // itself, whose exponentials need no margin.
-  if (margin > multimax_max_margin) return multimax_row<A>(x, y, n, multimax_modulation<A, T>(p), next_row);
+  if (margin > multimax_max_margin)
+    return multimax_row<A>(x, y, n, multimax_modulation<A, T>(p), next_row);
   const T top = smax::detail::horizontal_max(unmasked(batch(range.max)));
   const T bottom = smax::detail::horizontal_max(unmasked(batch(min_finite)));
   const T shift = static_cast<T>(static_cast<double>(top) + margin);
@@ -384,17 +407,20 @@ struct multimax_rows {
       });
     }
     const multimax_modulation<A, T> sigma(p);
-    f([&](const T* x, T* y, std::size_t n, next_rows next) { multimax_row<A>(x, y, n, sigma, next.x); });
+    f([&](const T* x, T* y, std::size_t n, next_rows next) {
+      multimax_row<A>(x, y, n, sigma, next.x);
+    });
   }
 };
 
 // Inlined into the table's entry points (a call level costs a short row a few ns).
 template <class A, class T>
 SMAX_ALWAYS_INLINE void multimax_forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                  std::size_t rows, std::size_t cols,
-                                  multimax_parameters<T> const& p) noexcept {
+                                              std::size_t rows, std::size_t cols,
+                                              multimax_parameters<T> const& p) noexcept {
   if (!valid_parameters<A>(p)) {
-    for (std::size_t r = 0; r < rows; ++r) fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
+    for (std::size_t r = 0; r < rows; ++r)
+      fill_row<A>(y + r * ldy, cols, static_cast<T>(__builtin_nan("")));
     return;
   }
   drive_rows<A>(x, ldx, y, ldy, rows, cols, multimax_rows<A, T>{p});
@@ -463,7 +489,8 @@ inline void multimax_backward_row(const T* x, const T* y, const T* dy, T* dx, st
     const std::size_t block_end = n - i > block ? i + block : n;
     clear();
     for (; i + width <= block_end; i += width)
-      step(batch::load_unaligned(x + i), batch::load_unaligned(y + i), batch::load_unaligned(dy + i))
+      step(batch::load_unaligned(x + i), batch::load_unaligned(y + i),
+           batch::load_unaligned(dy + i))
           .store_unaligned(dx + i);
     fold();
   }
@@ -493,9 +520,11 @@ inline void multimax_backward_rows(const T* x, std::size_t ldx, const T* y, std:
   double s[multimax_sum_count] = {};
   for (std::size_t r = 0; r < rows; ++r) {
     if (param_grads)
-      multimax_backward_row<A, true>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, p, s);
+      multimax_backward_row<A, true>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols,
+                                     p, s);
     else
-      multimax_backward_row<A, false>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, p, s);
+      multimax_backward_row<A, false>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols,
+                                      p, s);
   }
   if (!param_grads) return;
   const double t0 = p.t[0], t1 = p.t[1], t2 = p.t[2], t3 = p.t[3];
@@ -548,15 +577,17 @@ void multimax_table<A>::backward(const float* x, std::size_t ldx, const float* y
                                  std::size_t rows, std::size_t cols,
                                  multimax_parameters<float> const& params,
                                  double* param_grads) noexcept {
-  detail::multimax_backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, params, param_grads);
+  detail::multimax_backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, params,
+                                    param_grads);
 }
 template <class A>
-void multimax_table<A>::backward(const double* x, std::size_t ldx, const double* y,
-                                 std::size_t ldy, const double* dy, std::size_t lddy, double* dx,
-                                 std::size_t lddx, std::size_t rows, std::size_t cols,
+void multimax_table<A>::backward(const double* x, std::size_t ldx, const double* y, std::size_t ldy,
+                                 const double* dy, std::size_t lddy, double* dx, std::size_t lddx,
+                                 std::size_t rows, std::size_t cols,
                                  multimax_parameters<double> const& params,
                                  double* param_grads) noexcept {
-  detail::multimax_backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, params, param_grads);
+  detail::multimax_backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, params,
+                                    param_grads);
 }
 
 }  // namespace kernels

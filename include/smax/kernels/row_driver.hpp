@@ -101,7 +101,8 @@ SMAX_ALWAYS_INLINE void drive_rows_in_registers(const T* x, std::size_t ldx, T* 
 // measurable share of its time.
 template <class A, class T, class Policy>
 SMAX_ALWAYS_INLINE void drive_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                   std::size_t rows, std::size_t cols, Policy const& policy) noexcept {
+                                   std::size_t rows, std::size_t cols,
+                                   Policy const& policy) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   std::size_t flush_elements = 0;
   if constexpr (Policy::flush_subnormals) flush_elements = policy.flush_elements(rows * cols);
@@ -109,7 +110,8 @@ SMAX_ALWAYS_INLINE void drive_rows(const T* x, std::size_t ldx, T* y, std::size_
   if constexpr (Policy::register_kernels) {
     if (cols <= 4 * width && policy.in_registers()) {
       if (cols <= width)
-        return drive_rows_in_registers<smax::detail::short_row_arch<A>>(x, ldx, y, ldy, rows, cols, policy);
+        return drive_rows_in_registers<smax::detail::short_row_arch<A>>(x, ldx, y, ldy, rows, cols,
+                                                                        policy);
       return drive_rows_in_registers<A>(x, ldx, y, ldy, rows, cols, policy);
     }
   }

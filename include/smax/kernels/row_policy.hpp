@@ -83,7 +83,8 @@ enum class block_kind { ordinary, masked, nan_row };
 template <class A, class T>
 inline block_kind classify_block(T max, const T* x, std::size_t n) noexcept {
   if (primitives::is_nan(max) || primitives::is_pos_inf(max)) return block_kind::nan_row;
-  if (primitives::is_neg_inf(max)) return has_nan<A>(x, n) ? block_kind::nan_row : block_kind::masked;
+  if (primitives::is_neg_inf(max))
+    return has_nan<A>(x, n) ? block_kind::nan_row : block_kind::masked;
   return block_kind::ordinary;
 }
 
@@ -124,7 +125,8 @@ SMAX_ALWAYS_INLINE decltype(auto) with_log_softmax_value(T max, T inv_t, double 
   if (inv_t < T(1)) {
     const batch half(T(0.5)), neg_half_max(-max * T(0.5)), twice_inv(inv_t * T(2));
     return f([=](batch const& v) {
-      return smax::detail::mul_add(smax::detail::mul_add(v, half, neg_half_max), twice_inv, neg_log_sum);
+      return smax::detail::mul_add(smax::detail::mul_add(v, half, neg_half_max), twice_inv,
+                                   neg_log_sum);
     });
   }
   const batch m(max), inv(inv_t);
@@ -158,8 +160,10 @@ constexpr T wide_range_inv_temperature = T(1024) / std::numeric_limits<T>::max()
 // difference is divided by T: x - max then overflows only where (x - max)/T does.
 template <class A, class T>
 inline double wide_range_difference(T x, T max, T inv_t, T divisor = 0) noexcept {
-  if (divisor != T(0)) return (static_cast<double>(x) - static_cast<double>(max)) / static_cast<double>(divisor);
-  if (sizeof(T) == 4) return (static_cast<double>(x) - static_cast<double>(max)) * static_cast<double>(inv_t);
+  if (divisor != T(0))
+    return (static_cast<double>(x) - static_cast<double>(max)) / static_cast<double>(divisor);
+  if (sizeof(T) == 4)
+    return (static_cast<double>(x) - static_cast<double>(max)) * static_cast<double>(inv_t);
   return ((static_cast<double>(x) * 0.5 - static_cast<double>(max) * 0.5) * 0x1p-60) *
          (static_cast<double>(inv_t) * 0x1p61);
 }
@@ -208,7 +212,8 @@ inline void wide_range_row(const T* x, T* y, std::size_t n, row_params<T> const&
     y[0] = p.log ? T(0) : T(1);
     return;
   }
-  wide_range_normalize<A>(x, y, n, max, wide_range_sum<A>(x, n, max, p.inv_temperature, p.divisor), p);
+  wide_range_normalize<A>(x, y, n, max, wide_range_sum<A>(x, n, max, p.inv_temperature, p.divisor),
+                          p);
 }
 
 }  // namespace kernels

@@ -19,7 +19,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> reciprocal(xsimd::batch<T, A> const& s) no
 #if defined(SMAX_X86_REDUCTIONS)
   if constexpr (sizeof(T) == 4 && sizeof(batch) == 64) {
     return batch(_mm512_rcp14_ps(s));
-  } else if constexpr (sizeof(T) == 4 && sizeof(batch) == 32 && smax::detail::has_native_fma<A>::value) {
+  } else if constexpr (sizeof(T) == 4 && sizeof(batch) == 32 &&
+                       smax::detail::has_native_fma<A>::value) {
     const batch r0(_mm256_rcp_ps(s));
     return smax::detail::mul_add(r0, smax::detail::neg_mul_add(s, r0, batch(T(1))), r0);
   }
@@ -45,8 +46,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> sigmoid_of(xsimd::batch<T, A> const& t,
   const batch num = xsimd::select(negative, e, one);
   const batch r = reciprocal<A>(s);
   const batch q = num * r;
-  const batch residual =
-      smax::detail::neg_mul_add(q, s_err, smax::detail::neg_mul_add(q, s, num));
+  const batch residual = smax::detail::neg_mul_add(q, s_err, smax::detail::neg_mul_add(q, s, num));
   return smax::detail::mul_add(r, residual, q);
 }
 
@@ -56,7 +56,9 @@ template <class A, class T>
 inline void sigmoid_row(const T* x, T* y, std::size_t n, T bias) noexcept {
   using batch = xsimd::batch<T, A>;
   if (bias == T(0)) {
-    primitives::map<A>(x, y, n, [](batch const& v) { return primitives::keep_nan(v, sigmoid_of<A>(v, batch(T(0)))); });
+    primitives::map<A>(x, y, n, [](batch const& v) {
+      return primitives::keep_nan(v, sigmoid_of<A>(v, batch(T(0))));
+    });
   } else {
     const batch b(bias);
     primitives::map<A>(x, y, n, [&](batch const& v) {
@@ -73,9 +75,8 @@ inline void sigmoid_row(const T* x, T* y, std::size_t n, T bias) noexcept {
 template <class A, class T>
 inline void sigmoid_backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept {
   using batch = xsimd::batch<T, A>;
-  primitives::zip_map<A>(y, dy, dx, n, [](batch const& s, batch const& g) {
-    return g * (s * (batch(T(1)) - s));
-  });
+  primitives::zip_map<A>(
+      y, dy, dx, n, [](batch const& s, batch const& g) { return g * (s * (batch(T(1)) - s)); });
 }
 
 // The sigmoid kernels for one instruction set A (see table.hpp for why members are out of
@@ -103,9 +104,8 @@ inline void sigmoid_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std
 }
 
 template <class A, class T>
-inline void sigmoid_backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t lddy,
-                                  T* dx, std::size_t lddx, std::size_t rows,
-                                  std::size_t cols) noexcept {
+inline void sigmoid_backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                  std::size_t lddx, std::size_t rows, std::size_t cols) noexcept {
   if (ldy == cols && lddy == cols && lddx == cols)
     return sigmoid_backward_row<A>(y, dy, dx, rows * cols);
   for (std::size_t r = 0; r < rows; ++r)
@@ -125,8 +125,8 @@ void sigmoid_table<A>::forward(const double* x, std::size_t ldx, double* y, std:
   detail::sigmoid_rows<A>(x, ldx, y, ldy, rows, cols, bias);
 }
 template <class A>
-void sigmoid_table<A>::backward(const float* y, std::size_t ldy, const float* dy,
-                                std::size_t lddy, float* dx, std::size_t lddx, std::size_t rows,
+void sigmoid_table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
+                                float* dx, std::size_t lddx, std::size_t rows,
                                 std::size_t cols) noexcept {
   detail::sigmoid_backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols);
 }

@@ -13,18 +13,24 @@
 #include <cstddef>
 
 #include "../config.hpp"
+#include "row_driver.hpp"
 #include "softmax_backward.hpp"
 #include "softmax_online.hpp"
 #include "softmax_three_pass.hpp"
 #include "softmax_two_pass.hpp"
-#include "row_driver.hpp"
 
 namespace smax {
 namespace kernels {
 
 // blocked_three_pass is chosen by `automatic` only (no public tag): smax::three_pass keeps the
 // textbook reloading form, which MultiMax with zero parameters reproduces bit for bit.
-enum class algorithm_id : unsigned { automatic = 0, three_pass = 1, online = 2, two_pass = 3, blocked_three_pass = 4 };
+enum class algorithm_id : unsigned {
+  automatic = 0,
+  three_pass = 1,
+  online = 2,
+  two_pass = 3,
+  blocked_three_pass = 4
+};
 
 enum : unsigned { flag_log = 1u, flag_zero_masked_rows = 2u };
 
@@ -41,8 +47,8 @@ constexpr std::size_t log_three_pass_max_bytes = std::size_t(64) << 10;
 
 template <class A>
 struct softmax_table {
-  static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
-                      std::size_t rows, std::size_t cols, float temperature, unsigned flags,
+  static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
+                      std::size_t cols, float temperature, unsigned flags,
                       algorithm_id algorithm) noexcept;
   static void forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
                       std::size_t rows, std::size_t cols, double temperature, unsigned flags,
@@ -73,7 +79,6 @@ template <class A, class T>
 inline bool valid_temperature(T temperature) noexcept {
   return temperature > T(0) && temperature < T(__builtin_huge_val());
 }
-
 
 // The softmax family's policy for the row driver (row_driver.hpp): 1/T applied when Scaled, the
 // register kernels for the three-pass algorithm, `kernel` for longer rows.
@@ -112,7 +117,8 @@ struct softmax_rows {
 };
 
 template <class A, class T, bool Scaled>
-inline typename softmax_rows<T, Scaled>::row_kernel softmax_row_kernel(algorithm_id algorithm) noexcept {
+inline typename softmax_rows<T, Scaled>::row_kernel softmax_row_kernel(
+    algorithm_id algorithm) noexcept {
   switch (algorithm) {
     case algorithm_id::online:
       return &online_row<A, T, Scaled>;
@@ -130,8 +136,9 @@ inline typename softmax_rows<T, Scaled>::row_kernel softmax_row_kernel(algorithm
 // callers: the call level cost a 16-element row a measurable share of its time.
 template <class A, class T>
 SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                std::size_t rows, std::size_t cols, T inv_temperature,
-                                bool scaled, unsigned flags, algorithm_id algorithm) noexcept {
+                                            std::size_t rows, std::size_t cols, T inv_temperature,
+                                            bool scaled, unsigned flags,
+                                            algorithm_id algorithm) noexcept {
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
   if (scaled && inv_temperature < wide_range_inv_temperature<T>) {  // T > 1e36: rare, scalar
@@ -143,14 +150,17 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
     if (cols <= 2 * row_block<T>)
       algorithm = algorithm_id::three_pass;
     else if (p.log)
-      algorithm = bytes <= log_three_pass_max_bytes ? algorithm_id::three_pass : algorithm_id::online;
+      algorithm =
+          bytes <= log_three_pass_max_bytes ? algorithm_id::three_pass : algorithm_id::online;
     else
-      algorithm = bytes <= three_pass_max_bytes ? algorithm_id::blocked_three_pass : algorithm_id::online;
+      algorithm =
+          bytes <= three_pass_max_bytes ? algorithm_id::blocked_three_pass : algorithm_id::online;
   }
   const bool registers = algorithm == algorithm_id::three_pass;
   if (scaled)
-    return drive_rows<A>(x, ldx, y, ldy, rows, cols,
-                         softmax_rows<T, true>{p, registers, softmax_row_kernel<A, T, true>(algorithm)});
+    return drive_rows<A>(
+        x, ldx, y, ldy, rows, cols,
+        softmax_rows<T, true>{p, registers, softmax_row_kernel<A, T, true>(algorithm)});
   drive_rows<A>(x, ldx, y, ldy, rows, cols,
                 softmax_rows<T, false>{p, registers, softmax_row_kernel<A, T, false>(algorithm)});
 }
@@ -188,7 +198,8 @@ inline void backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t 
   const T inv_t = T(1) / temperature;
   if (inv_t == T(__builtin_huge_val())) {  // T < 1/FLT_MAX: rare, scalar (divides by T)
     for (std::size_t r = 0; r < rows; ++r)
-      backward_row_dividing<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols, temperature, (flags & flag_log) != 0);
+      backward_row_dividing<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols, temperature,
+                               (flags & flag_log) != 0);
     return;
   }
   for (std::size_t r = 0; r < rows; ++r) {
@@ -200,8 +211,7 @@ inline void backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t 
 }
 
 template <class A, class T>
-inline void online_reduce(const T* x, std::size_t n, T temperature, T* max,
-                          double* sum) noexcept {
+inline void online_reduce(const T* x, std::size_t n, T temperature, T* max, double* sum) noexcept {
   if (!valid_temperature<A>(temperature)) {
     *max = static_cast<T>(__builtin_nan(""));
     *sum = 0.0;
@@ -213,7 +223,8 @@ inline void online_reduce(const T* x, std::size_t n, T temperature, T* max,
     const T m = wide_range_max<A>(x, n);
     *max = m;
     *sum = m > -T(__builtin_huge_val()) && m < T(__builtin_huge_val())
-               ? wide_range_sum<A>(x, n, m, inverse_overflows ? T(1) : inv_t, inverse_overflows ? temperature : T(0))
+               ? wide_range_sum<A>(x, n, m, inverse_overflows ? T(1) : inv_t,
+                                   inverse_overflows ? temperature : T(0))
                : 0.0;
     return;
   }
@@ -224,8 +235,8 @@ inline void online_reduce(const T* x, std::size_t n, T temperature, T* max,
 }
 
 template <class A, class T>
-inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, unsigned flags,
-                             T max, double sum) noexcept {
+inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, unsigned flags, T max,
+                             double sum) noexcept {
   const row_params<T> p{T(1) / temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
   if (!valid_temperature<A>(temperature)) {
@@ -239,7 +250,8 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     q.divisor = temperature;
     return wide_range_normalize<A>(x, y, n, max, sum, q);
   }
-  if (p.inv_temperature < wide_range_inv_temperature<T>) return wide_range_normalize<A>(x, y, n, max, sum, p);
+  if (p.inv_temperature < wide_range_inv_temperature<T>)
+    return wide_range_normalize<A>(x, y, n, max, sum, p);
   const online_partial<T> s{max, sum};
   if (p.inv_temperature != T(1))
     online_normalize_row<A, T, true>(x, y, n, s, p);
@@ -251,46 +263,47 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
 
 template <class A>
 void softmax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
-                       std::size_t rows, std::size_t cols, float temperature, unsigned flags,
-                       algorithm_id algorithm) noexcept {
+                               std::size_t rows, std::size_t cols, float temperature,
+                               unsigned flags, algorithm_id algorithm) noexcept {
   detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
 }
 template <class A>
 void softmax_table<A>::forward(const double* x, std::size_t ldx, double* y, std::size_t ldy,
-                       std::size_t rows, std::size_t cols, double temperature, unsigned flags,
-                       algorithm_id algorithm) noexcept {
+                               std::size_t rows, std::size_t cols, double temperature,
+                               unsigned flags, algorithm_id algorithm) noexcept {
   detail::forward_rows<A>(x, ldx, y, ldy, rows, cols, temperature, flags, algorithm);
 }
 template <class A>
 void softmax_table<A>::backward(const float* y, std::size_t ldy, const float* dy, std::size_t lddy,
-                        float* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
-                        float temperature, unsigned flags) noexcept {
+                                float* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
+                                float temperature, unsigned flags) noexcept {
   detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
 }
 template <class A>
-void softmax_table<A>::backward(const double* y, std::size_t ldy, const double* dy, std::size_t lddy,
-                        double* dx, std::size_t lddx, std::size_t rows, std::size_t cols,
-                        double temperature, unsigned flags) noexcept {
+void softmax_table<A>::backward(const double* y, std::size_t ldy, const double* dy,
+                                std::size_t lddy, double* dx, std::size_t lddx, std::size_t rows,
+                                std::size_t cols, double temperature, unsigned flags) noexcept {
   detail::backward_rows<A>(y, ldy, dy, lddy, dx, lddx, rows, cols, temperature, flags);
 }
 template <class A>
 void softmax_table<A>::online_reduce(const float* x, std::size_t n, float temperature, float* max,
-                             double* sum) noexcept {
+                                     double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
 template <class A>
-void softmax_table<A>::online_reduce(const double* x, std::size_t n, double temperature, double* max,
-                             double* sum) noexcept {
+void softmax_table<A>::online_reduce(const double* x, std::size_t n, double temperature,
+                                     double* max, double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
 template <class A>
 void softmax_table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
-                                unsigned flags, float max, double sum) noexcept {
+                                        unsigned flags, float max, double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
 template <class A>
-void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t n, double temperature,
-                                unsigned flags, double max, double sum) noexcept {
+void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t n,
+                                        double temperature, unsigned flags, double max,
+                                        double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
 

@@ -43,7 +43,8 @@ inline void backward_row_dividing(const T* y, const T* dy, T* dx, std::size_t n,
                                   bool log) noexcept {
   double acc = 0.0;
   for (std::size_t i = 0; i < n; ++i)
-    acc += log ? static_cast<double>(dy[i]) : static_cast<double>(y[i]) * static_cast<double>(dy[i]);
+    acc +=
+        log ? static_cast<double>(dy[i]) : static_cast<double>(y[i]) * static_cast<double>(dy[i]);
   for (std::size_t i = 0; i < n; ++i) {
     const double v = log ? static_cast<double>(dy[i]) - ::exp(static_cast<double>(y[i])) * acc
                          : static_cast<double>(y[i]) * (static_cast<double>(dy[i]) - acc);

@@ -59,8 +59,9 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
       }
       return primitives::map_sum<A, false>(x + b, static_cast<T*>(nullptr), len, -inf, e, ahead);
     };
-    const double s = Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
-                         : primitives::with_shifted_exp<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
+    const double s =
+        Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
+            : primitives::with_shifted_exp<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
     if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x + b, len)) return nan_state;
     state.sum += s;
   }
@@ -69,7 +70,8 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     return state;
   }
   // The sum relative to max·s, as online_partial promises.
-  state.sum *= primitives::exp_of_difference(shift, primitives::product_shift(state.max, Scaled ? inv_t : T(1)));
+  state.sum *= primitives::exp_of_difference(
+      shift, primitives::product_shift(state.max, Scaled ? inv_t : T(1)));
   return state;
 }
 
@@ -86,14 +88,17 @@ inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial
                                  row_params<T> const& p) noexcept {
   using batch = xsimd::batch<T, A>;
   if (p.log) {
-    write_log_softmax<A>(x, y, n, s.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s.sum));
+    write_log_softmax<A>(x, y, n, s.max, p.inv_temperature,
+                         primitives::log_of_row_sum<A, T>(s.sum));
     return;
   }
   const std::size_t ahead = online_prefetch_distance<A, T>(n);
-  const primitives::log_shift max_shift = primitives::product_shift(s.max, Scaled ? p.inv_temperature : T(1));
+  const primitives::log_shift max_shift =
+      primitives::product_shift(s.max, Scaled ? p.inv_temperature : T(1));
   primitives::with_shifted_exp<A, T, Scaled>(s.max, s.min, p.inv_temperature, [&](auto const& e) {
     // s.sum is relative to max·s, the values to σ.
-    const primitives::normalizer<A, T> c(1.0, s.sum * primitives::exp_of_difference(max_shift, e.shift()));
+    const primitives::normalizer<A, T> c(
+        1.0, s.sum * primitives::exp_of_difference(max_shift, e.shift()));
     auto normalized = [&](batch const& v) { return c(e(v)); };
     if (primitives::should_stream<A, T>(n))
       primitives::map_streaming<A>(x, y, n, normalized, ahead);

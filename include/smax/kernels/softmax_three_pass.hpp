@@ -28,13 +28,14 @@ template <class A, class T, std::size_t Count>
 SMAX_ALWAYS_INLINE void normalize_log(primitives::register_row<A, T, Count>& row, double sum, T max,
                                       row_params<T> const& p) noexcept {
   with_log_softmax_value<A>(max, p.inv_temperature, primitives::log_of_row_sum<A, T>(sum),
-                           [&](auto const& z) { row.transform(z); });
+                            [&](auto const& z) { row.transform(z); });
 }
 
 // A short softmax row's values divided by their sum, with the exp functor e (the normaliser
 // that suits it: primitives::short_normalizer).
 template <class A, class T, std::size_t Count, class E>
-SMAX_ALWAYS_INLINE void exponentiate_and_normalize(primitives::register_row<A, T, Count>& row, E const& e) noexcept {
+SMAX_ALWAYS_INLINE void exponentiate_and_normalize(primitives::register_row<A, T, Count>& row,
+                                                   E const& e) noexcept {
   row.transform(primitives::short_normalizer<A, T, E::exact_max>(exponentiate(row, e, false)));
 }
 
@@ -42,7 +43,8 @@ SMAX_ALWAYS_INLINE void exponentiate_and_normalize(primitives::register_row<A, T
 // three passes cost no loads, loops or calls (short attention rows are dominated by those).
 // n = 1 gives exactly [1] (E2, whatever the exp functor).
 template <class A, class T, bool Scaled, std::size_t Count>
-SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n,
+                                   row_params<T> const& p) noexcept {
   primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
   const auto lanes = row.lane_max();
   const T max = smax::detail::horizontal_max(lanes.max);
@@ -52,7 +54,10 @@ SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, row_params<T
     return;
   }
   if (p.log)
-    normalize_log(row, exponentiate(row, primitives::exp_for_log_sum<A, T, Scaled>(max, p.inv_temperature), true), max, p);
+    normalize_log(
+        row,
+        exponentiate(row, primitives::exp_for_log_sum<A, T, Scaled>(max, p.inv_temperature), true),
+        max, p);
   else
     primitives::with_short_row_exp<A, T, Scaled, Count>(
         max, p.inv_temperature, [&](auto const& e) { exponentiate_and_normalize(row, e); });
@@ -86,23 +91,27 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
                !primitives::uses_power_of_two_shift<A, T, Scaled>(max[k], p.inv_temperature));
   });
   if (special) {
-    primitives::unroll<K>([&](auto k) { short_row<A, T, Scaled, Count>(x + k * ldx, y + k * ldy, n, p); });
+    primitives::unroll<K>(
+        [&](auto k) { short_row<A, T, Scaled, Count>(x + k * ldx, y + k * ldy, n, p); });
     return;
   }
   // The exp functors of short_row (primitives::with_short_row_exp for softmax).
   if (p.log) {
     double sum[K];
     primitives::unroll<K>([&](auto k) {
-      sum[k] = exponentiate(rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true);
+      sum[k] = exponentiate(
+          rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true);
     });
     primitives::unroll<K>([&](auto k) { normalize_log(rows[k], sum[k], max[k], p); });
   } else if constexpr (primitives::short_row_shift<A, Scaled, Count>) {
     primitives::unroll<K>([&](auto k) {
-      exponentiate_and_normalize(rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature));
+      exponentiate_and_normalize(
+          rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature));
     });
   } else {
     primitives::unroll<K>([&](auto k) {
-      exponentiate_and_normalize(rows[k], primitives::exp_minus_max<A, T, Scaled>(max[k], p.inv_temperature));
+      exponentiate_and_normalize(
+          rows[k], primitives::exp_minus_max<A, T, Scaled>(max[k], p.inv_temperature));
     });
   }
   primitives::unroll<K>([&](auto k) { rows[k].store(y + k * ldy); });
@@ -129,7 +138,8 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 constexpr std::size_t three_pass_max_blocks = 512;
 
 template <class A, class T, bool Scaled>
-inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
+                                       row_params<T> const& p) noexcept {
   constexpr std::size_t block = row_block<T>;
   const std::size_t blocks = (n + block - 1) / block;
   if (p.log || blocks < 2 || blocks > three_pass_max_blocks) return false;  // log: see table.hpp
@@ -137,7 +147,7 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
   const T nan = __builtin_nan("");
   T block_max[three_pass_max_blocks];
   primitives::log_shift block_shift[three_pass_max_blocks];  // σ_b: block b holds exp(x·s - σ_b)
-  double block_sum[three_pass_max_blocks];  // then each block's exp(σ_b - M·s)
+  double block_sum[three_pass_max_blocks];                   // then each block's exp(σ_b - M·s)
   T row_max = -inf;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
@@ -163,18 +173,22 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n, row_para
     block_sum[b] = primitives::with_shifted_exp<A, T, Scaled>(
         r.max, r.min, p.inv_temperature, [&](auto const& e) {
           block_shift[b] = e.shift();
-          return primitives::map_sum<A, true>(x + start, y + start, len, -inf, e, ahead, write_ahead);
+          return primitives::map_sum<A, true>(x + start, y + start, len, -inf, e, ahead,
+                                              write_ahead);
         });
   }
   if (finish_special_row<A>(row_max, false, y, n, p)) return true;  // every block masked
   // exp(σ_b - M·s) <= 2, with the roundings of both shifts carried (exp_of_difference): rounding
   // m_b - M alone would cost |m_b - M|·2^-53 for double rows (1.4e-14 at a spread of 200).
-  const primitives::log_shift row_shift = primitives::product_shift(row_max, Scaled ? p.inv_temperature : T(1));
+  const primitives::log_shift row_shift =
+      primitives::product_shift(row_max, Scaled ? p.inv_temperature : T(1));
   double sum = 0.0;
   for (std::size_t b = 0; b < blocks; ++b) {
-    const double scale = primitives::is_neg_inf(block_max[b]) ? 0.0
-                         : primitives::exp_of_shift_difference(block_shift[b], row_shift, block_max[b], row_max,
-                                                               Scaled ? p.inv_temperature : T(1));
+    const double scale =
+        primitives::is_neg_inf(block_max[b])
+            ? 0.0
+            : primitives::exp_of_shift_difference(block_shift[b], row_shift, block_max[b], row_max,
+                                                  Scaled ? p.inv_temperature : T(1));
     sum += block_sum[b] * scale;
     block_sum[b] = scale;
   }
@@ -202,22 +216,26 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
   const T nan = __builtin_nan("");
   if (p.log) {
     const auto r = primitives::reduce_range<A, false>(x, n);
-    if (finish_special_row<A>(r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)), y, n, p))
+    if (finish_special_row<A>(
+            r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)),
+            y, n, p))
       return;
     // In a batch, this row's y is asked for while the sum keeps the core busy (the write pass
     // follows); softmax asks for the next row's y, which its exp pass writes.
-    const double s = primitives::map_sum<A, false>(x, y, n, neg_inf, primitives::exp_for_log_sum<A, T, Scaled>(r.max, p.inv_temperature),
-                                                   p.next_row, p.next_output_row ? y : nullptr);
+    const double s = primitives::map_sum<A, false>(
+        x, y, n, neg_inf, primitives::exp_for_log_sum<A, T, Scaled>(r.max, p.inv_temperature),
+        p.next_row, p.next_output_row ? y : nullptr);
     if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s));
     return;
   }
   const auto r = primitives::reduce_range<A, true>(x, n);
-  if (finish_special_row<A>(r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)), y, n, p))
+  if (finish_special_row<A>(
+          r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)),
+          y, n, p))
     return;
   const double s = primitives::with_shifted_exp<A, T, Scaled>(
-      r.max, r.min, p.inv_temperature,
-      [&](auto const& e) {
+      r.max, r.min, p.inv_temperature, [&](auto const& e) {
         return primitives::map_sum<A, true>(x, y, n, neg_inf, e, p.next_row,
                                             p.next_output_row ? y + p.next_output_row : nullptr);
       });
@@ -227,8 +245,10 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
 
 // The blocked form where it applies (2 to 512 blocks), the reloading three passes otherwise.
 template <class A, class T, bool Scaled>
-inline void blocked_three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
-  if (!try_blocked_three_pass_row<A, T, Scaled>(x, y, n, p)) three_pass_row<A, T, Scaled>(x, y, n, p);
+inline void blocked_three_pass_row(const T* x, T* y, std::size_t n,
+                                   row_params<T> const& p) noexcept {
+  if (!try_blocked_three_pass_row<A, T, Scaled>(x, y, n, p))
+    three_pass_row<A, T, Scaled>(x, y, n, p);
 }
 
 }  // namespace kernels

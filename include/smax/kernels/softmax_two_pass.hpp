@@ -23,26 +23,32 @@
 namespace smax {
 namespace kernels {
 
-template <class T, bool NativeFma> struct two_pass_constants;
-template <> struct two_pass_constants<float, true> {
-  static constexpr float ln2_hi = 0.693147182464599609375f;  // ln 2 rounded: k·ln2_hi is exact in the FMA
+template <class T, bool NativeFma>
+struct two_pass_constants;
+template <>
+struct two_pass_constants<float, true> {
+  static constexpr float ln2_hi =
+      0.693147182464599609375f;  // ln 2 rounded: k·ln2_hi is exact in the FMA
   static constexpr float ln2_lo = -1.904654299957768e-09f;
-  static constexpr float domain = 8388608.0f;  // 2^23
+  static constexpr float domain = 8388608.0f;     // 2^23
   static constexpr float min_exponent = -127.0f;  // 2^-127 is built as 0
 };
-template <> struct two_pass_constants<float, false> {
+template <>
+struct two_pass_constants<float, false> {
   static constexpr float ln2_hi = 0.693359375f;  // 9 bits: k·ln2_hi exact for |k| < 2^15
   static constexpr float ln2_lo = -2.12194440e-4f;
   static constexpr float domain = 1024.0f;
   static constexpr float min_exponent = -127.0f;
 };
-template <> struct two_pass_constants<double, true> {
+template <>
+struct two_pass_constants<double, true> {
   static constexpr double ln2_hi = 6.93147180369123816490e-01;
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
   static constexpr double domain = 1073741824.0;  // 2^30
   static constexpr double min_exponent = -1023.0;
 };
-template <> struct two_pass_constants<double, false> {
+template <>
+struct two_pass_constants<double, false> {
   static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 bits: exact for |k| < 2^21
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
   static constexpr double domain = 1048576.0;  // 2^20
@@ -90,13 +96,16 @@ struct two_pass_input {
 };
 
 // ln 2 = ln2_hi + ln2_lo with ln2_hi short enough that E·ln2_hi is exact for |E| < max_exponent.
-template <class T> struct log_constants;
-template <> struct log_constants<float> {
+template <class T>
+struct log_constants;
+template <>
+struct log_constants<float> {
   static constexpr float ln2_hi = 0.693359375f;  // 10 significant bits
   static constexpr double ln2_lo = -2.12194440054690582e-4;
   static constexpr double max_exponent = 16384.0;
 };
-template <> struct log_constants<double> {
+template <>
+struct log_constants<double> {
   static constexpr double ln2_hi = 6.93147180369123816490e-01;  // 32 significant bits
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
   static constexpr double max_exponent = 2097152.0;  // 2^21
@@ -128,7 +137,7 @@ struct extended_sum {
     has_nan = has_nan | primitives::is_nan(u);
     const batch new_exponent = xsimd::max(exponent, k);
     value = smax::detail::mul_add(p, ops::exp2_nonpositive(k - new_exponent),
-                       value * ops::exp2_nonpositive(exponent - new_exponent));
+                                  value * ops::exp2_nonpositive(exponent - new_exponent));
     exponent = new_exponent;
   }
 
@@ -137,7 +146,8 @@ struct extended_sum {
   // which bounds its rounding error, and the carry costs five operations.
   void carry_into(extended_sum& carry) noexcept {
     using ops = two_pass_exp<A, T>;
-    carry.value = smax::detail::mul_add(carry.value, ops::exp2_nonpositive(carry.exponent - exponent), value);
+    carry.value =
+        smax::detail::mul_add(carry.value, ops::exp2_nonpositive(carry.exponent - exponent), value);
     carry.exponent = exponent;
     value = batch(T(0));
   }
@@ -200,7 +210,8 @@ inline void two_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p
   // would cost |x/T|·2^-24, not |x - max|/T·2^-24): use the three-pass kernel.
   // A single entry is exactly [1] ([0] for log-softmax); with no maximum subtracted, p·2^(k - E)/V
   // would only come within an ulp of it.
-  if (n == 1 || (Scaled && !smax::detail::has_native_fma<A>::value)) return three_pass_row<A, T, Scaled>(x, y, n, p);
+  if (n == 1 || (Scaled && !smax::detail::has_native_fma<A>::value))
+    return three_pass_row<A, T, Scaled>(x, y, n, p);
   const two_pass_input<A, T, Scaled> input{batch(p.inv_temperature)};
 
   // Pass 1: two accumulators for instruction-level parallelism, carried and folded as above.

@@ -44,15 +44,18 @@ constexpr std::size_t softpick_three_pass_max_bytes = std::size_t(1) << 20;
 
 namespace softpick_detail {
 
-template <class T> struct constants;
-template <> struct constants<float> {
+template <class T>
+struct constants;
+template <>
+struct constants<float> {
   // Rows whose maximum is above this use the two-exponential form: 2^-K stays normal and
   // 2^(k-K) in range for every k the clamped input can give.
   static constexpr float fast_max = 80.0f;
   // K above which 2^(k-K) can fall below the smallest normal for t >= expm1's lowest (-40, k >= -58).
   static constexpr double plain_max_k = 68.0;
 };
-template <> struct constants<double> {
+template <>
+struct constants<double> {
   static constexpr double fast_max = 600.0;
   static constexpr double plain_max_k = 964.0;
 };
@@ -66,10 +69,10 @@ template <class T>
 struct plan {
   T max;
   mode how;
-  double k;        // K
-  T scale;         // 2^-K
-  double c;        // a = c·b (1 for large)
-  T exp_neg_max;   // e^-m, large rows only
+  double k;       // K
+  T scale;        // 2^-K
+  double c;       // a = c·b (1 for large)
+  T exp_neg_max;  // e^-m, large rows only
 };
 
 template <class A, class T>
@@ -98,9 +101,10 @@ inline T pow2_neg(double k) noexcept {
 template <class A>
 SMAX_ALWAYS_INLINE double exp_reduced_scalar(double t) noexcept {
   const double t2 = t * t;
-  const double lo = ((t * (1.0 / 6) + 1.0 / 2) * t + 1.0) * t + 1.0;                      // 1 + t + t²/2 + t³/6
-  const double mid = ((t * (1.0 / 5040) + 1.0 / 720) * t + 1.0 / 120) * t + 1.0 / 24;    // t^4..t^7 / t^4
-  const double hi = t * (1.0 / 362880) + 1.0 / 40320;                                    // t^8, t^9 / t^8
+  const double lo = ((t * (1.0 / 6) + 1.0 / 2) * t + 1.0) * t + 1.0;  // 1 + t + t²/2 + t³/6
+  const double mid =
+      ((t * (1.0 / 5040) + 1.0 / 720) * t + 1.0 / 120) * t + 1.0 / 24;  // t^4..t^7 / t^4
+  const double hi = t * (1.0 / 362880) + 1.0 / 40320;                   // t^8, t^9 / t^8
   return lo + (t2 * t2) * (mid + (t2 * t2) * hi);
 }
 
@@ -153,7 +157,8 @@ struct large_term {
   using batch = xsimd::batch<T, A>;
   primitives::exp_minus_max<A, T, false> exp_minus_max;
   batch exp_neg_max;
-  explicit large_term(plan<T> const& p) noexcept : exp_minus_max(p.max, T(1)), exp_neg_max(p.exp_neg_max) {}
+  explicit large_term(plan<T> const& p) noexcept
+      : exp_minus_max(p.max, T(1)), exp_neg_max(p.exp_neg_max) {}
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch e1 = primitives::expm1(-xsimd::abs(x));
     const batch a = xsimd::select(x > batch(T(0)), -(exp_minus_max(x) * e1), exp_neg_max * e1);
@@ -165,10 +170,14 @@ struct large_term {
 template <class A, class T, class F>
 inline decltype(auto) with_term(plan<T> const& p, F&& f) {
   switch (p.how) {
-    case mode::plain: return f(term<A, T, mode::plain>(p));
-    case mode::clamp: return f(term<A, T, mode::clamp>(p));
-    case mode::masked: return f(term<A, T, mode::masked>(p));
-    default: return f(large_term<A, T>(p));
+    case mode::plain:
+      return f(term<A, T, mode::plain>(p));
+    case mode::clamp:
+      return f(term<A, T, mode::clamp>(p));
+    case mode::masked:
+      return f(term<A, T, mode::masked>(p));
+    default:
+      return f(large_term<A, T>(p));
   }
 }
 
@@ -184,10 +193,12 @@ inline double store_relu_sum_abs(const T* x, T* y, std::size_t n, F const& f,
   double total = 0.0;
   std::size_t i = 0;
   while (i + 4 * width <= n) {
-    const std::size_t block_end = n - i > primitives::sum_block<T, A> ? i + primitives::sum_block<T, A> : n;
+    const std::size_t block_end =
+        n - i > primitives::sum_block<T, A> ? i + primitives::sum_block<T, A> : n;
     batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
     for (; i + 4 * width <= block_end; i += 4 * width) {
-      if (prefetch_distance) primitives::prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
+      if (prefetch_distance)
+        primitives::prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
       const batch b0 = f(batch::load_unaligned(x + i));
       const batch b1 = f(batch::load_unaligned(x + i + width));
       const batch b2 = f(batch::load_unaligned(x + i + 2 * width));
@@ -229,7 +240,8 @@ inline bool finish_special(T max, const T* x, T* y, std::size_t n) noexcept {
     return true;
   }
   if (max <= T(0)) {
-    fill_row<A>(y, n, primitives::reduce_max<A>(x, n).has_nan ? static_cast<T>(__builtin_nan("")) : T(0));
+    fill_row<A>(y, n,
+                primitives::reduce_max<A>(x, n).has_nan ? static_cast<T>(__builtin_nan("")) : T(0));
     return true;
   }
   return false;
@@ -261,7 +273,8 @@ SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n, double eps) 
   const T neg_inf = -__builtin_huge_val();
   primitives::register_row<A, T, Count> row(x, n, neg_inf);
   const auto lanes = row.lane_max();
-  const T max = lanes.has_nan ? static_cast<T>(__builtin_nan("")) : smax::detail::horizontal_max(lanes.max);
+  const T max =
+      lanes.has_nan ? static_cast<T>(__builtin_nan("")) : smax::detail::horizontal_max(lanes.max);
   if (finish_special<A>(max, x, y, n)) return;
   // The padding lanes are -inf: the masked (or large) terms give them 0.
   const plan<T> p = make_plan<A>(max, neg_inf);
@@ -302,11 +315,12 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
     // A maximum below the smallest normal number may need with_normalizer's rare form.
-    ordinary = ordinary && !lanes.has_nan && max[k] >= smallest_normal &&
-               max[k] <= constants<T>::fast_max;
+    ordinary =
+        ordinary && !lanes.has_nan && max[k] >= smallest_normal && max[k] <= constants<T>::fast_max;
   });
   if (!ordinary) {
-    primitives::unroll<K>([&](auto k) { short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, eps); });
+    primitives::unroll<K>(
+        [&](auto k) { short_row<A, T, Count>(x + k * ldx, y + k * ldy, n, eps); });
     return;
   }
   batch s[K];
@@ -344,11 +358,12 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, double eps,
   const auto r = primitives::reduce_range<A, true>(x, n);
   if (finish_special<A>(r.max, x, y, n)) return;
   const plan<T> p = make_plan<A>(r.max, r.min);
-  const double s = with_term<A>(p, [&](auto const& f) {
-    return store_relu_sum_abs<A, true>(x, y, n, f, next_row);
-  });
-  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
-  with_normalizer<A, T>(s + eps / p.c, [&](auto const& normalize) { primitives::map<A>(y, y, n, normalize); });
+  const double s = with_term<A>(
+      p, [&](auto const& f) { return store_relu_sum_abs<A, true>(x, y, n, f, next_row); });
+  if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n))
+    return fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));  // a NaN in the row
+  with_normalizer<A, T>(s + eps / p.c,
+                        [&](auto const& normalize) { primitives::map<A>(y, y, n, normalize); });
 }
 
 template <class A, class T>
@@ -384,7 +399,7 @@ inline void online_row(const T* x, T* y, std::size_t n, double eps) noexcept {
   }
   if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   if (primitives::is_neg_inf(max)) return fill_row<A>(y, n, nan);  // E4
-  if (max <= T(0)) return fill_row<A>(y, n, T(0));  // no NaN: the sum would show it
+  if (max <= T(0)) return fill_row<A>(y, n, T(0));                 // no NaN: the sum would show it
   const plan<T> p = make_plan<A>(max, min);
   const std::size_t ahead = n * sizeof(T) > (std::size_t(1) << 20) ? 8192 / sizeof(T) : 0;
   with_normalizer<A, T>(sum + eps / p.c, [&](auto const& normalize) {
@@ -423,17 +438,20 @@ struct softpick_rows {
   SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
     if (algorithm == softpick_algorithm::online)
       return f([this](const T* x, T* y, std::size_t n, next_rows) { online_row<A>(x, y, n, eps); });
-    f([this](const T* x, T* y, std::size_t n, next_rows next) { three_pass_row<A>(x, y, n, eps, next.x); });
+    f([this](const T* x, T* y, std::size_t n, next_rows next) {
+      three_pass_row<A>(x, y, n, eps, next.x);
+    });
   }
 };
 
 // Inlined into the table's entry points: a call level costs a short row a few ns.
 template <class A, class T>
-SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                                     std::size_t cols, double eps, softpick_algorithm algorithm) noexcept {
+SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                     std::size_t rows, std::size_t cols, double eps,
+                                     softpick_algorithm algorithm) noexcept {
   if (algorithm == softpick_algorithm::automatic)
     algorithm = cols * sizeof(T) <= softpick_three_pass_max_bytes ? softpick_algorithm::three_pass
-                                                                   : softpick_algorithm::online;
+                                                                  : softpick_algorithm::online;
   drive_rows<A>(x, ldx, y, ldy, rows, cols, softpick_rows<A, T>{eps, algorithm});
 }
 
@@ -463,7 +481,8 @@ inline void backward_row(const T* x, const T* y, const T* dy, T* dx, std::size_t
   });
   if (s_b != s_b) return fill_row<A>(dx, n, nan);
   const double s = p.c * s_b + eps;  // S' = sum |a| + eps
-  const double dot = primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
+  const double dot =
+      primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
   const batch c(static_cast<T>(dot)), inv_s(static_cast<T>(1.0 / s)), zero(T(0));
   const std::size_t k = first_index_of<A>(x, n, r.max);  // before dx (which may be x) is written
   primitives::with_exp_minus_max<A, T, false>(r.max, r.min, T(1), [&](auto const& e) {
@@ -527,10 +546,9 @@ void softpick_table<A>::backward(const float* x, std::size_t ldx, const float* y
   softpick_detail::backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, eps);
 }
 template <class A>
-void softpick_table<A>::backward(const double* x, std::size_t ldx, const double* y,
-                                 std::size_t ldy, const double* dy, std::size_t lddy, double* dx,
-                                 std::size_t lddx, std::size_t rows, std::size_t cols,
-                                 double eps) noexcept {
+void softpick_table<A>::backward(const double* x, std::size_t ldx, const double* y, std::size_t ldy,
+                                 const double* dy, std::size_t lddy, double* dx, std::size_t lddx,
+                                 std::size_t rows, std::size_t cols, double eps) noexcept {
   softpick_detail::backward_rows<A>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, eps);
 }
 

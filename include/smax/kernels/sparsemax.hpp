@@ -24,13 +24,13 @@
 // comparator; the scratch buffer is malloc'ed), so no instruction set's code can leak into another
 // through the linker (see table.hpp).
 
+#include <math.h>
+#include <stdlib.h>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <algorithm>
 #include <limits>
-#include <math.h>
-#include <stdlib.h>
 
 #include "../config.hpp"
 #include "../primitives/map_reduce.hpp"
@@ -40,7 +40,13 @@
 namespace smax {
 namespace kernels {
 
-enum class sparsemax_algorithm : unsigned { automatic = 0, sort = 1, pivot = 2, filter = 3, stream = 4 };
+enum class sparsemax_algorithm : unsigned {
+  automatic = 0,
+  sort = 1,
+  pivot = 2,
+  filter = 3,
+  stream = 4
+};
 
 // Rows up to this length take the sort path, longer rows the filter path. Measured
 // (sparsemax/smax_<algorithm>/n, AVX-512, rows U[-s/2, s/2] for s = 16, 2, 0.5): sort is fastest
@@ -293,7 +299,7 @@ inline sparsemax_row_state<T> threshold_by_pivot(const T* x, std::size_t n) noex
     return s;
   }
   const double margin = 1e-9;
-  double rho = -1.0;                // lower bound of tau
+  double rho = -1.0;               // lower bound of tau
   std::size_t begin = 0, end = 0;  // v = a[begin, end), vt = a[0, begin)
   for (std::size_t i = 0; i < n; ++i) {
     const T zt = x[i] - max;
@@ -450,11 +456,12 @@ inline sparsemax_row_state<T> threshold_by_stream(const T* x, std::size_t n) noe
     has_nan = has_nan || block_nan;
     if (block_max > max) max = block_max;
     if (has_nan || primitives::is_pos_inf(max)) break;  // a NaN row whatever follows
-    if (primitives::is_neg_inf(max)) continue;         // masked so far: nothing to keep
+    if (primitives::is_neg_inf(max)) continue;          // masked so far: nothing to keep
     for (std::size_t j = 0; j < 4 * width; ++j)
       lanes[j] = block_lanes[j] > lanes[j] ? block_lanes[j] : lanes[j];
     const double abs_max = max < T(0) ? -static_cast<double>(max) : static_cast<double>(max);
-    const double margin = 8.0 * static_cast<double>(std::numeric_limits<T>::epsilon()) * (abs_max + 1.0);
+    const double margin =
+        8.0 * static_cast<double>(std::numeric_limits<T>::epsilon()) * (abs_max + 1.0);
     const double bound = static_cast<double>(max) + lane_lower_bound<A>(lanes, max) - margin;
     count = compact_above<A>(x + b, len, T(0), round_down<A, T>(bound), c, count);
   }
@@ -475,14 +482,18 @@ template <class A, class T>
 inline sparsemax_row_state<T> row_threshold(const T* x, std::size_t n,
                                             sparsemax_algorithm algorithm) noexcept {
   if (algorithm == sparsemax_algorithm::automatic)
-    algorithm = n <= sparsemax_sort_max_length                   ? sparsemax_algorithm::sort
+    algorithm = n <= sparsemax_sort_max_length                ? sparsemax_algorithm::sort
                 : n * sizeof(T) >= sparsemax_stream_min_bytes ? sparsemax_algorithm::stream
-                                                                : sparsemax_algorithm::filter;
+                                                              : sparsemax_algorithm::filter;
   switch (algorithm) {
-    case sparsemax_algorithm::sort: return threshold_by_sort<A>(x, n);
-    case sparsemax_algorithm::pivot: return threshold_by_pivot<A>(x, n);
-    case sparsemax_algorithm::stream: return threshold_by_stream<A>(x, n);
-    default: return threshold_by_filter<A>(x, n);
+    case sparsemax_algorithm::sort:
+      return threshold_by_sort<A>(x, n);
+    case sparsemax_algorithm::pivot:
+      return threshold_by_pivot<A>(x, n);
+    case sparsemax_algorithm::stream:
+      return threshold_by_stream<A>(x, n);
+    default:
+      return threshold_by_filter<A>(x, n);
   }
 }
 
@@ -506,7 +517,8 @@ inline void write_row(const T* x, T* y, std::size_t n, sparsemax_row_state<T> co
   const batch mb(s.max), tb(s.tau_rounded), zero(T(0));
   std::size_t i = 0;
   for (; i + 4 * width <= n; i += 4 * width) {
-    if (prefetch_distance) primitives::prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
+    if (prefetch_distance)
+      primitives::prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
     const batch r0 = xsimd::max((batch::load_unaligned(x + i) - mb) - tb, zero);
     const batch r1 = xsimd::max((batch::load_unaligned(x + i + width) - mb) - tb, zero);
     const batch r2 = xsimd::max((batch::load_unaligned(x + i + 2 * width) - mb) - tb, zero);
@@ -579,7 +591,8 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
     const std::size_t m = n - i < width ? n - i : width;
     const batch yv = primitives::load_partial<A>(y + i, m, T(0));
     const auto s = yv > zero;
-    add(smax::detail::horizontal_sum(xsimd::select(s, primitives::load_partial<A>(dy + i, m, T(0)), zero)));
+    add(smax::detail::horizontal_sum(
+        xsimd::select(s, primitives::load_partial<A>(dy + i, m, T(0)), zero)));
     count += xsimd::select(s, one, zero);
     nan = nan | primitives::is_nan(yv);
   }
@@ -598,14 +611,16 @@ inline void backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept
   if (i < n) {
     const batch yv = primitives::load_partial<A>(y + i, n - i, T(0));
     primitives::store_partial<A>(
-        dx + i, n - i, xsimd::select(yv > zero, primitives::load_partial<A>(dy + i, n - i, T(0)) - mb, zero));
+        dx + i, n - i,
+        xsimd::select(yv > zero, primitives::load_partial<A>(dy + i, n - i, T(0)) - mb, zero));
   }
 }
 
 template <class A, class T>
 inline void backward_rows(const T* y, std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
                           std::size_t lddx, std::size_t rows, std::size_t cols) noexcept {
-  for (std::size_t r = 0; r < rows; ++r) backward_row<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    backward_row<A>(y + r * ldy, dy + r * lddy, dx + r * lddx, cols);
 }
 
 // L = -z_t + ½·sum_S (z_j² - tau²) + ½ on z = x - m (shift invariant), the sum only over the
@@ -642,9 +657,11 @@ inline void loss_backward(const T* x, std::size_t n, std::size_t target, T dloss
     return;
   }
   const sparsemax_row_state<T> s = row_threshold<A>(x, n, sparsemax_algorithm::automatic);
-  const T target_y = s.kind == sparsemax_row_state<T>::ordinary
-                         ? ((x[target] - s.max) - s.tau_rounded > T(0) ? (x[target] - s.max) - s.tau_rounded : T(0))
-                         : nan;
+  const T target_y =
+      s.kind == sparsemax_row_state<T>::ordinary
+          ? ((x[target] - s.max) - s.tau_rounded > T(0) ? (x[target] - s.max) - s.tau_rounded
+                                                        : T(0))
+          : nan;
   write_row<A>(x, dx, n, s);
   scale<A>(dx, n, dloss);
   dx[target] = (target_y - T(1)) * dloss;

@@ -47,7 +47,8 @@ inline void ssmax_uniform_row(const T* x, T* y, std::size_t n, unsigned flags) n
     count += !primitives::is_neg_inf(x[i]);
   }
   if (bad || count == 0) {
-    const T fill = !bad && (flags & flag_zero_masked_rows) ? T(0) : static_cast<T>(__builtin_nan(""));
+    const T fill =
+        !bad && (flags & flag_zero_masked_rows) ? T(0) : static_cast<T>(__builtin_nan(""));
     fill_row<A>(y, n, fill);
     return;
   }
@@ -57,8 +58,9 @@ inline void ssmax_uniform_row(const T* x, T* y, std::size_t n, unsigned flags) n
 
 // λ <= 0 or not finite (ssmax_rows).
 template <class A, class T>
-inline void ssmax_rows_nonpositive(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                                   std::size_t cols, T lambda, unsigned flags) noexcept {
+inline void ssmax_rows_nonpositive(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                   std::size_t rows, std::size_t cols, T lambda,
+                                   unsigned flags) noexcept {
   using batch = xsimd::batch<T, A>;
   const T inf = __builtin_huge_val();
   if (!primitives::is_finite(lambda)) {
@@ -67,7 +69,8 @@ inline void ssmax_rows_nonpositive(const T* x, std::size_t ldx, T* y, std::size_
     return;
   }
   if (lambda == T(0)) {
-    for (std::size_t r = 0; r < rows; ++r) ssmax_uniform_row<A>(x + r * ldx, y + r * ldy, cols, flags);
+    for (std::size_t r = 0; r < rows; ++r)
+      ssmax_uniform_row<A>(x + r * ldx, y + r * ldy, cols, flags);
     return;
   }
   // λ < 0: y = -x on the finite entries (±inf and NaN keep their meaning: -inf stays a mask,
@@ -84,8 +87,9 @@ inline void ssmax_rows_nonpositive(const T* x, std::size_t ldx, T* y, std::size_
 // Inlined into the table's entry points with softmax's forward_rows_scaled for λ > 0 (finite),
 // so that SSMax pays no call level more than softmax; other λ out of line.
 template <class A, class T>
-SMAX_ALWAYS_INLINE void ssmax_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                                   std::size_t cols, T lambda, unsigned flags) noexcept {
+SMAX_ALWAYS_INLINE void ssmax_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                   std::size_t rows, std::size_t cols, T lambda,
+                                   unsigned flags) noexcept {
   if (lambda > T(0) && lambda < T(__builtin_huge_val()))
     return forward_rows_scaled<A>(x, ldx, y, ldy, rows, cols, lambda, lambda != T(1), flags,
                                   algorithm_id::automatic);
@@ -133,7 +137,8 @@ double ssmax_table<A>::lambda(double s, double bias, double n, double*) noexcept
 
 template <class A>
 void ssmax_table<A>::forward(const float* x, std::size_t ldx, float* y, std::size_t ldy,
-                             std::size_t rows, std::size_t cols, float lambda, unsigned flags) noexcept {
+                             std::size_t rows, std::size_t cols, float lambda,
+                             unsigned flags) noexcept {
   detail::ssmax_rows<A>(x, ldx, y, ldy, rows, cols, lambda, flags);
 }
 template <class A>

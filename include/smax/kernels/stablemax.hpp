@@ -59,14 +59,17 @@ namespace detail {
 // masked lanes are found on their bits and set.
 template <class A, class T>
 SMAX_ALWAYS_INLINE xsimd::batch<T, A> set_masked_lanes(xsimd::batch<T, A> const& x,
-                                                       xsimd::batch<T, A> const& v, T value) noexcept {
+                                                       xsimd::batch<T, A> const& v,
+                                                       T value) noexcept {
 #if SMAX_FINITE_MATH_ONLY
   using I = smax::detail::integer_of_t<T>;
   using ibatch = xsimd::batch<I, A>;
-  const auto masked = smax::detail::bitcast<I>(x) ==
-                      ibatch(static_cast<I>(primitives::sign_bit<T> | primitives::exponent_bits<T>));
+  const auto masked =
+      smax::detail::bitcast<I>(x) ==
+      ibatch(static_cast<I>(primitives::sign_bit<T> | primitives::exponent_bits<T>));
   return smax::detail::bitcast<T>(
-      xsimd::select(masked, ibatch(smax::detail::bitcast<I>(xsimd::batch<T, A>(value))), smax::detail::bitcast<I>(v)));
+      xsimd::select(masked, ibatch(smax::detail::bitcast<I>(xsimd::batch<T, A>(value))),
+                    smax::detail::bitcast<I>(v)));
 #else
   (void)x;
   (void)value;
@@ -78,7 +81,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> set_masked_lanes(xsimd::batch<T, A> const&
 template <class A, class T>
 struct stablemax_term {
   using batch = xsimd::batch<T, A>;
-  batch m1;        // m + 1 (m >= 0) or 1 - m (m < 0)
+  batch m1;          // m + 1 (m >= 0) or 1 - m (m < 0)
   bool nonnegative;  // m >= 0
 
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
@@ -118,7 +121,8 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log, next_rows n
     const double sum = primitives::map_sum<A, true>(x, y, n, T(0), term, next.x);
     const double inv = 1.0 / sum;
     const batch hi(static_cast<T>(inv)), lo(static_cast<T>(inv - static_cast<T>(inv)));
-    primitives::map<A>(y, y, n, [&](batch const& t) { return smax::detail::mul_add(t, hi, t * lo); });
+    primitives::map<A>(y, y, n,
+                       [&](batch const& t) { return smax::detail::mul_add(t, hi, t * lo); });
     return;
   }
   // log: the sum first, then t again from x (one more division an element), so that x is still
@@ -137,9 +141,11 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log, next_rows n
     const auto underflow = t < tiny;
     // The log1p form only for the vectors that need it (t below the smallest normal number).
     if (xsimd::any(underflow))
-      return set_masked_lanes<LA>(
-          v, xsimd::select(underflow, stablemax_log_s<LA>(v) - log_s_max, primitives::log_normal<LA>(t)) - ls,
-          -std::numeric_limits<T>::infinity());
+      return set_masked_lanes<LA>(v,
+                                  xsimd::select(underflow, stablemax_log_s<LA>(v) - log_s_max,
+                                                primitives::log_normal<LA>(t)) -
+                                      ls,
+                                  -std::numeric_limits<T>::infinity());
     return primitives::log_normal<LA>(t) - ls;
   });
 }
@@ -155,7 +161,9 @@ struct stablemax_rows {
 
   template <class F>
   SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
-    f([this](const T* x, T* y, std::size_t n, next_rows next) { stablemax_row<A>(x, y, n, log, next); });
+    f([this](const T* x, T* y, std::size_t n, next_rows next) {
+      stablemax_row<A>(x, y, n, log, next);
+    });
   }
 };
 
@@ -165,14 +173,16 @@ inline void stablemax_backward_row(const T* x, const T* y, const T* dy, T* dx, s
   using batch = xsimd::batch<T, A>;
   const batch one(T(1));
   if (!log) {
-    const double dot = primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
+    const double dot =
+        primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
     const batch d(static_cast<T>(dot));
     for (std::size_t i = 0; i < n; i += batch::size) {
       const std::size_t k = n - i < batch::size ? n - i : batch::size;
       const batch xv = primitives::load_partial<A>(x + i, k, T(0));
       const batch yv = primitives::load_partial<A>(y + i, k, T(0));
       const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
-      primitives::store_partial<A>(dx + i, k, set_masked_lanes<A>(xv, yv * (dyv - d) / (one + xsimd::abs(xv)), T(0)));
+      primitives::store_partial<A>(
+          dx + i, k, set_masked_lanes<A>(xv, yv * (dyv - d) / (one + xsimd::abs(xv)), T(0)));
     }
     return;
   }
@@ -188,7 +198,9 @@ inline void stablemax_backward_row(const T* x, const T* y, const T* dy, T* dx, s
     const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
     const batch p = primitives::exp_nonpositive(zv);
     primitives::store_partial<A>(
-        dx + i, k, set_masked_lanes<A>(xv, smax::detail::neg_mul_add(p, s, dyv) / (one + xsimd::abs(xv)), T(0)));
+        dx + i, k,
+        set_masked_lanes<A>(xv, smax::detail::neg_mul_add(p, s, dyv) / (one + xsimd::abs(xv)),
+                            T(0)));
   }
 }
 
@@ -209,7 +221,8 @@ void stablemax_table<A>::backward(const float* x, std::size_t ldx, const float* 
                                   const float* dy, std::size_t lddy, float* dx, std::size_t lddx,
                                   std::size_t rows, std::size_t cols, bool log) noexcept {
   for (std::size_t r = 0; r < rows; ++r)
-    detail::stablemax_backward_row<A>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, log);
+    detail::stablemax_backward_row<A>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols,
+                                      log);
 }
 template <class A>
 void stablemax_table<A>::backward(const double* x, std::size_t ldx, const double* y,
@@ -217,7 +230,8 @@ void stablemax_table<A>::backward(const double* x, std::size_t ldx, const double
                                   std::size_t lddx, std::size_t rows, std::size_t cols,
                                   bool log) noexcept {
   for (std::size_t r = 0; r < rows; ++r)
-    detail::stablemax_backward_row<A>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols, log);
+    detail::stablemax_backward_row<A>(x + r * ldx, y + r * ldy, dy + r * lddy, dx + r * lddx, cols,
+                                      log);
 }
 
 }  // namespace kernels

@@ -7,9 +7,11 @@
 namespace smax {
 namespace primitives {
 
-template <class T> struct exp_constants;
+template <class T>
+struct exp_constants;
 
-template <> struct exp_constants<float> {
+template <>
+struct exp_constants<float> {
   static constexpr float largest = 3.40282346638528859812e+38f;  // FLT_MAX
   static constexpr float log2e = 1.44269504088896341f;
   // 1.5·2^23 + 127: after fma(t, log2e, magic) the low mantissa bits hold k + 127, so shifting the
@@ -27,7 +29,8 @@ template <> struct exp_constants<float> {
                                 0.001381461392f};
 };
 
-template <> struct exp_constants<double> {
+template <>
+struct exp_constants<double> {
   static constexpr double largest = 1.79769313486231570815e+308;  // DBL_MAX
   static constexpr double log2e = 1.4426950408889634;
   static constexpr double magic = 6755399441056767.0;  // 1.5·2^52 + 1023
@@ -36,18 +39,10 @@ template <> struct exp_constants<double> {
   static constexpr double ln2_lo = 1.90821492927058770002e-10;
   static constexpr double underflow_cutoff = -708.39641853226408;  // ln(DBL_MIN)
   // Taylor coefficients 1/2! .. 1/13!: the truncation error on |r| <= ln2/2 is below 5e-18.
-  static constexpr double q[] = {1.0 / 2,
-                                 1.0 / 6,
-                                 1.0 / 24,
-                                 1.0 / 120,
-                                 1.0 / 720,
-                                 1.0 / 5040,
-                                 1.0 / 40320,
-                                 1.0 / 362880,
-                                 1.0 / 3628800,
-                                 1.0 / 39916800,
-                                 1.0 / 479001600,
-                                 1.0 / 6227020800.0};
+  static constexpr double q[] = {1.0 / 2,        1.0 / 6,         1.0 / 24,
+                                 1.0 / 120,      1.0 / 720,       1.0 / 5040,
+                                 1.0 / 40320,    1.0 / 362880,    1.0 / 3628800,
+                                 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
 };
 
 // exp(r_hi + r_lo) - 1 for a reduced argument |r_hi + r_lo| <= ln2/2, where r_hi is exact and
@@ -124,7 +119,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
   const batch r_hi = detail::mul_add(k, batch(-c::ln2_hi), t);
   const batch r_lo = detail::mul_add(k, batch(-c::ln2_lo), t_err);
 #if defined(SMAX_X86_REDUCTIONS)
-  if constexpr (sizeof(batch) == 64) return scale_avx512<Underflow>(t, batch(c::underflow_cutoff), exp_reduced(r_hi + r_lo), k);
+  if constexpr (sizeof(batch) == 64)
+    return scale_avx512<Underflow>(t, batch(c::underflow_cutoff), exp_reduced(r_hi + r_lo), k);
 #endif
   const batch p = expm1_reduced(r_hi, r_lo);
   const batch scale =
@@ -167,26 +163,31 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_nonpositive(xsimd::batch<T, A> const& 
 //
 // With Underflow, lanes with n - j < -126 (-1022) give 0: those whose x·s - j·ln2 is below
 // about ln(FLT_MIN), and -inf; NaN stays NaN.
-template <class T, bool NativeFma> struct shift_constants;
-template <> struct shift_constants<float, true> {
+template <class T, bool NativeFma>
+struct shift_constants;
+template <>
+struct shift_constants<float, true> {
   static constexpr float ln2_hi = 0.693147182464599609375f;  // ln 2 rounded to float
   static constexpr float ln2_lo = -1.9046542121259336e-09f;
   static constexpr double max_shift = 1048576;  // keeps |n| < 2^22 (the magic-bias rounding)
   static constexpr float lowest_power = -126;
 };
-template <> struct shift_constants<float, false> {
+template <>
+struct shift_constants<float, false> {
   static constexpr float ln2_hi = exp_constants<float>::ln2_hi;
   static constexpr float ln2_lo = exp_constants<float>::ln2_lo;
   static constexpr double max_shift = 64;  // |n·ln2_lo| < 0.05: its rounding stays below 2^-29
   static constexpr float lowest_power = -126;
 };
-template <> struct shift_constants<double, true> {
+template <>
+struct shift_constants<double, true> {
   static constexpr double ln2_hi = 0.6931471805599453;  // ln 2 rounded to double
   static constexpr double ln2_lo = 2.3190468138462996e-17;
   static constexpr double max_shift = 1099511627776.0;  // 2^40
   static constexpr double lowest_power = -1022;
 };
-template <> struct shift_constants<double, false> {
+template <>
+struct shift_constants<double, false> {
   static constexpr double ln2_hi = exp_constants<double>::ln2_hi;  // 32 bits: n < 2^21
   static constexpr double ln2_lo = exp_constants<double>::ln2_lo;
   static constexpr double max_shift = 1048576;
@@ -198,10 +199,10 @@ template <> struct shift_constants<double, false> {
 // never rounded on its own and the scaled form costs one operation more than the unscaled.
 template <class T, class A>
 struct shift_row {
-  xsimd::batch<T, A> s_log2e;     // s·log2e
-  xsimd::batch<T, A> neg_j;       // -j
-  xsimd::batch<T, A> s;           // Scaled only
-  xsimd::batch<T, A> step_hi;     // Scaled only: ln2/s rounded
+  xsimd::batch<T, A> s_log2e;        // s·log2e
+  xsimd::batch<T, A> neg_j;          // -j
+  xsimd::batch<T, A> s;              // Scaled only
+  xsimd::batch<T, A> step_hi;        // Scaled only: ln2/s rounded
   xsimd::batch<T, A> neg_s_step_lo;  // Scaled only: -s·(ln2/s - step_hi)
 };
 
@@ -222,7 +223,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_shifted(xsimd::batch<T, A> const& x,
 #if defined(SMAX_X86_REDUCTIONS)
     if constexpr (sizeof(batch) == 64)
       return scale_avx512<Underflow>(k, batch(sc::lowest_power),
-                                     exp_reduced(detail::mul_add(row.s, t, n * row.neg_s_step_lo)), k);
+                                     exp_reduced(detail::mul_add(row.s, t, n * row.neg_s_step_lo)),
+                                     k);
 #endif
     r_hi = row.s * t;
     r_lo = detail::mul_add(n, row.neg_s_step_lo, detail::mul_sub(row.s, t, r_hi));
@@ -237,7 +239,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> exp_shifted(xsimd::batch<T, A> const& x,
   }
   const batch p = expm1_reduced(r_hi, r_lo);
   // biased - j holds n - j + bias in its low bits (it stays in biased's binade).
-  const batch scale = detail::bitcast<T>(detail::bitcast<integer>(biased + row.neg_j) << c::exponent_shift);
+  const batch scale =
+      detail::bitcast<T>(detail::bitcast<integer>(biased + row.neg_j) << c::exponent_shift);
   const batch f = detail::mul_add(scale, p, scale);
   if constexpr (!Underflow) return f;
   return xsimd::select(k < batch(sc::lowest_power), batch(T(0)), f);

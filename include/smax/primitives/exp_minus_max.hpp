@@ -74,7 +74,8 @@ inline double exp_of_scaled_difference(double a, double b, double s) noexcept {
 // exp(σ_a - σ_b) for the shifts of maxima a <= b with scale s: exp_of_difference, unless a shift
 // overflowed (then only the maxima tell the difference; with one shift finite it is 0, where
 // inf - inf would be NaN).
-inline double exp_of_shift_difference(log_shift sa, log_shift sb, double a, double b, double s) noexcept {
+inline double exp_of_shift_difference(log_shift sa, log_shift sb, double a, double b,
+                                      double s) noexcept {
   if (__builtin_isinf(sa.hi) || __builtin_isinf(sb.hi)) return exp_of_scaled_difference(a, b, s);
   return exp_of_difference(sa, sb);
 }
@@ -106,7 +107,7 @@ inline difference_error choose_difference_error(T max, T min) noexcept {
   // A subnormal max has no exponent field to compare (all are 0): the rare case takes ilogb.
   if ((max_bits >> mantissa_bits) == 0)
     return -min < std::ldexp(T(1), std::ilogb(max) + 1) ? difference_error::max_larger
-                                                         : difference_error::two_sum;
+                                                        : difference_error::two_sum;
   // A negative magnitude (min > 0) has its sign bit set: it is below 2^(e + 1) anyway.
   if (magnitude < T(0) || (min_bits >> mantissa_bits) <= (max_bits >> mantissa_bits))
     return difference_error::max_larger;
@@ -125,7 +126,8 @@ struct exp_minus_max {
   T max;
   T inv_t;
 
-  exp_minus_max(T max_, T inv_t_) noexcept : neg_max(-max_), inv_temperature(inv_t_), max(max_), inv_t(inv_t_) {}
+  exp_minus_max(T max_, T inv_t_) noexcept
+      : neg_max(-max_), inv_temperature(inv_t_), max(max_), inv_t(inv_t_) {}
 
   // σ = max·(1/T).
   log_shift shift() const noexcept { return product_shift(max, Scaled ? inv_t : T(1)); }
@@ -174,7 +176,9 @@ struct normalizer {
     }
   }
 
-  SMAX_ALWAYS_INLINE batch operator()(batch const& v) const noexcept { return detail::mul_add(v, hi, v * lo); }
+  SMAX_ALWAYS_INLINE batch operator()(batch const& v) const noexcept {
+    return detail::mul_add(v, hi, v * lo);
+  }
 };
 
 // The same for a short row held in registers, whose latency counts: y = v·fl(1/sum), one
@@ -207,7 +211,8 @@ using exp_for_log_sum = exp_minus_max<A, T, Scaled, difference_error::dropped>;
 // of 1 covers the roundings of x - max and of the product).
 template <class T>
 inline bool may_underflow(T max, T min, T inv_t) noexcept {
-  const double lowest = (static_cast<double>(min) - static_cast<double>(max)) * static_cast<double>(inv_t);
+  const double lowest =
+      (static_cast<double>(min) - static_cast<double>(max)) * static_cast<double>(inv_t);
   return !(lowest > static_cast<double>(exp_constants<T>::underflow_cutoff) + 1.0);
 }
 
@@ -255,7 +260,8 @@ struct exp_minus_shift {
       // ln2/s = step_hi + step_lo: step_hi is any value near ln2/s (x - n·step_hi is exact for
       // any), step_lo = (ln2 - s·step_hi)/s from the FMA residual, to double precision: one
       // division per row (short rows, where its latency would show, keep exp_minus_max).
-      constexpr double ln2_hi = shift_constants<double, true>::ln2_hi, ln2_lo = shift_constants<double, true>::ln2_lo;
+      constexpr double ln2_hi = shift_constants<double, true>::ln2_hi,
+                       ln2_lo = shift_constants<double, true>::ln2_lo;
       const double s = inv_t;
       const double inv_s = 1.0 / s;
       const T hi = static_cast<T>(ln2_hi * inv_s);
@@ -273,7 +279,8 @@ struct exp_minus_shift {
   log_shift shift() const noexcept {
     constexpr double ln2 = shift_constants<double, true>::ln2_hi;
     const double hi = j * ln2;
-    return subtract_shifts({hi, __builtin_fma(j, ln2, -hi) + j * shift_constants<double, true>::ln2_lo}, {0.0, 0.0});
+    return subtract_shifts(
+        {hi, __builtin_fma(j, ln2, -hi) + j * shift_constants<double, true>::ln2_lo}, {0.0, 0.0});
   }
 
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
@@ -323,7 +330,8 @@ constexpr bool short_row_shift = !Scaled && Count >= 2 && !detail::is_avx2_in<A>
 template <class A, class T, bool Scaled, std::size_t Count, class F>
 SMAX_ALWAYS_INLINE decltype(auto) with_short_row_exp(T max, T inv_t, F&& f) {
   if constexpr (short_row_shift<A, Scaled, Count>) {
-    if (uses_power_of_two_shift<A, T, Scaled>(max, inv_t)) return f(exp_minus_shift<A, T, Scaled>(max, inv_t));
+    if (uses_power_of_two_shift<A, T, Scaled>(max, inv_t))
+      return f(exp_minus_shift<A, T, Scaled>(max, inv_t));
   }
   return f(exp_minus_max<A, T, Scaled>(max, inv_t));
 }

@@ -10,9 +10,11 @@
 namespace smax {
 namespace primitives {
 
-template <class T> struct expm1_constants;
+template <class T>
+struct expm1_constants;
 
-template <> struct expm1_constants<float> {
+template <>
+struct expm1_constants<float> {
   // Below this, expm1(t) rounds to -1 (e^-40 is far below half an ulp of 1): t is clamped to it,
   // which keeps k and 2^k in range (and maps -inf to -1).
   static constexpr float lowest = -40.0f;
@@ -22,7 +24,8 @@ template <> struct expm1_constants<float> {
   static constexpr float highest = 88.376f;
 };
 
-template <> struct expm1_constants<double> {
+template <>
+struct expm1_constants<double> {
   static constexpr double lowest = -40.0;  // e^-40 = 4.2e-18 < 2^-54
   static constexpr double min_exponent = -1023.0;
   static constexpr double highest = 709.43;  // 1023.5·ln2
@@ -43,7 +46,8 @@ template <> struct expm1_constants<double> {
 // every instruction set); double: <= 2 ulp on the sampled sweep. With K > 0 the scaling by
 // 2^-K is exact while the result is normal.
 template <bool Clamp, class T, class A>
-SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t, xsimd::batch<T, A> const& neg_k,
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> expm1_scaled(xsimd::batch<T, A> const& t,
+                                                   xsimd::batch<T, A> const& neg_k,
                                                    xsimd::batch<T, A> const& scale) noexcept {
   using batch = xsimd::batch<T, A>;
   using integer = detail::integer_of_t<T>;

@@ -128,24 +128,29 @@ SMAX_ALWAYS_INLINE double log_of_sum(double s) noexcept {
 // log for double rows (whose precision the polynomial does not reach).
 template <class A, class T>
 SMAX_ALWAYS_INLINE double log_of_row_sum(double s) noexcept {
-  if constexpr (sizeof(T) == 4) return log_of_sum<A>(s);
-  else return ::log(s);
+  if constexpr (sizeof(T) == 4)
+    return log_of_sum<A>(s);
+  else
+    return ::log(s);
 }
 
 // The constants of log_normal for float and double lanes.
-template <class T> struct log_constants;
-template <> struct log_constants<float> {
+template <class T>
+struct log_constants;
+template <>
+struct log_constants<float> {
   using bits = std::uint32_t;
-  static constexpr bits sqrt_half = 0x3f3504f3u;        // √2/2 rounded down
+  static constexpr bits sqrt_half = 0x3f3504f3u;  // √2/2 rounded down
   static constexpr bits one_minus_sqrt_half = 0x3f800000u - sqrt_half;
   static constexpr bits mantissa = 0x007fffffu;
   static constexpr int mantissa_bits = 23;
   static constexpr bits two_to_mantissa_bits = 0x4b000000u;  // 2^23
   static constexpr float exponent_offset = 8388608.0f + 127.0f;
-  static constexpr float ln2_hi = 0.693145751953125f;    // 16 bits: k·ln2_hi is exact
+  static constexpr float ln2_hi = 0.693145751953125f;  // 16 bits: k·ln2_hi is exact
   static constexpr float ln2_lo = 1.42860676533018704e-06f;
 };
-template <> struct log_constants<double> {
+template <>
+struct log_constants<double> {
   using bits = std::uint64_t;
   static constexpr bits sqrt_half = 0x3fe6a09e667f3bcdull;
   static constexpr bits one_minus_sqrt_half = 0x3ff0000000000000ull - sqrt_half;
@@ -179,8 +184,9 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> log_normal(xsimd::batch<T, A> const& t) no
   // k from its biased value without a conversion: 2^23 (2^52) plus it, minus 2^23 (2^52) + bias.
   // Opaque: under -ffast-math clang distributed k·ln2 over the subtraction, (2^23 + k')·ln2 -
   // (2^23 + 127)·ln2, which cancels catastrophically.
-  const batch k = smax::detail::opaque(smax::detail::bitcast<T>(biased_k | ubatch(c::two_to_mantissa_bits)) -
-                                       batch(c::exponent_offset));
+  const batch k =
+      smax::detail::opaque(smax::detail::bitcast<T>(biased_k | ubatch(c::two_to_mantissa_bits)) -
+                           batch(c::exponent_offset));
   const batch f = m - batch(T(1));
   const batch s = f / (batch(T(2)) + f);
   const batch w = s * s;
@@ -191,11 +197,13 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> log_normal(xsimd::batch<T, A> const& t) no
     p = smax::detail::mul_add(w, p, batch(T(1.0 / 3)));
   } else {
     p = smax::detail::mul_add(w, batch(T(1.0 / 21)), batch(T(1.0 / 19)));
-    for (double d : {17.0, 15.0, 13.0, 11.0, 9.0, 7.0, 5.0, 3.0}) p = smax::detail::mul_add(w, p, batch(T(1.0 / d)));
+    for (double d : {17.0, 15.0, 13.0, 11.0, 9.0, 7.0, 5.0, 3.0})
+      p = smax::detail::mul_add(w, p, batch(T(1.0 / d)));
   }
   const batch two_s = s + s;
   const batch log1p_f = smax::detail::mul_add(two_s, w * p, two_s);
-  return smax::detail::mul_add(k, batch(c::ln2_hi), smax::detail::mul_add(k, batch(c::ln2_lo), log1p_f));
+  return smax::detail::mul_add(k, batch(c::ln2_hi),
+                               smax::detail::mul_add(k, batch(c::ln2_lo), log1p_f));
 }
 
 // log(1 + a) for a batch of a >= 0 (+inf gives +inf; NaN unspecified): log_normal(u), u = 1 + a

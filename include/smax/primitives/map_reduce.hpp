@@ -16,14 +16,16 @@ constexpr std::size_t sum_block = 64 * xsimd::batch<T, A>::size;
 // Asks for the cache lines of [p, p + bytes) to be loaded (a hint; never faults).
 template <class A>
 inline void prefetch(const void* p, std::size_t bytes) noexcept {
-  for (std::size_t k = 0; k < bytes; k += 64) __builtin_prefetch(static_cast<const char*>(p) + k, 0, 3);
+  for (std::size_t k = 0; k < bytes; k += 64)
+    __builtin_prefetch(static_cast<const char*>(p) + k, 0, 3);
 }
 
 // The same with the intent to write (prefetchw): a later store then finds its line owned instead
 // of waiting for it.
 template <class A>
 inline void prefetch_for_write(const void* p, std::size_t bytes) noexcept {
-  for (std::size_t k = 0; k < bytes; k += 64) __builtin_prefetch(static_cast<const char*>(p) + k, 1, 3);
+  for (std::size_t k = 0; k < bytes; k += 64)
+    __builtin_prefetch(static_cast<const char*>(p) + k, 1, 3);
 }
 
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
@@ -119,7 +121,8 @@ SMAX_FLATTEN inline double zip_sum(const T* a, const T* b, std::size_t n, F cons
     total += detail::horizontal_sum((s0 + s1) + (s2 + s3));
   }
   batch s(T(0));
-  for (; i + width <= n; i += width) s += f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
+  for (; i + width <= n; i += width)
+    s += f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
   if (i < n) s += f(load_partial<A>(a + i, n - i, T(0)), load_partial<A>(b + i, n - i, T(0)));
   return total + detail::horizontal_sum(s);
 }

@@ -20,7 +20,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> load_partial(const T* p, std::size_t count
 // v with the lanes from count on set to 0 (a tail's contribution to a sum, whatever f made of
 // the fill lanes).
 template <class A, class T>
-SMAX_ALWAYS_INLINE xsimd::batch<T, A> zero_from(xsimd::batch<T, A> const& v, std::size_t count) noexcept {
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> zero_from(xsimd::batch<T, A> const& v,
+                                                std::size_t count) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);
@@ -30,7 +31,8 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> zero_from(xsimd::batch<T, A> const& v, std
 
 // Stores the first count < width lanes.
 template <class A, class T>
-SMAX_ALWAYS_INLINE void store_partial(T* p, std::size_t count, xsimd::batch<T, A> const& v) noexcept {
+SMAX_ALWAYS_INLINE void store_partial(T* p, std::size_t count,
+                                      xsimd::batch<T, A> const& v) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   alignas(64) T lanes[width];
   v.store_unaligned(lanes);

@@ -18,7 +18,8 @@ struct max_result {
 // set of positions, so the values of distinct elements; -inf when empty): sparsemax bounds its
 // threshold with them.
 template <class A, class T>
-SMAX_FLATTEN inline max_result<T> reduce_max(const T* x, std::size_t n, T* lanes = nullptr) noexcept {
+SMAX_FLATTEN inline max_result<T> reduce_max(const T* x, std::size_t n,
+                                             T* lanes = nullptr) noexcept {
   using batch = xsimd::batch<T, A>;
   using mask = primitives::nan_mask<A, T>;
   constexpr std::size_t width = batch::size;

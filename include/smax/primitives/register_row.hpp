@@ -33,10 +33,14 @@ SMAX_ALWAYS_INLINE void unroll(F&& f) noexcept {
 template <class B, std::size_t Count>
 SMAX_ALWAYS_INLINE B tree_sum(B const (&v)[Count]) noexcept {
   static_assert(Count >= 1 && Count <= max_row_registers, "1 to 4 registers");
-  if constexpr (Count == 1) return v[0];
-  else if constexpr (Count == 2) return v[0] + v[1];
-  else if constexpr (Count == 3) return (v[0] + v[1]) + v[2];
-  else return (v[0] + v[1]) + (v[2] + v[3]);
+  if constexpr (Count == 1)
+    return v[0];
+  else if constexpr (Count == 2)
+    return v[0] + v[1];
+  else if constexpr (Count == 3)
+    return (v[0] + v[1]) + v[2];
+  else
+    return (v[0] + v[1]) + (v[2] + v[3]);
 }
 
 // A row of n elements, (Count - 1)·width < n <= Count·width, in Count registers; the lanes past n

@@ -34,7 +34,8 @@ SMAX_ALWAYS_INLINE bits_of_t<T> bits_of(T x) noexcept {
 template <class T>
 constexpr bits_of_t<T> sign_bit = bits_of_t<T>(1) << (8 * sizeof(T) - 1);
 template <class T>
-constexpr bits_of_t<T> exponent_bits = sizeof(T) == 4 ? bits_of_t<T>(0x7f800000u) : bits_of_t<T>(0x7ff0000000000000ull);
+constexpr bits_of_t<T> exponent_bits = sizeof(T) == 4 ? bits_of_t<T>(0x7f800000u)
+                                                      : bits_of_t<T>(0x7ff0000000000000ull);
 
 template <class T>
 SMAX_ALWAYS_INLINE bool is_nan(T x) noexcept {
@@ -77,7 +78,8 @@ SMAX_ALWAYS_INLINE auto is_nan(xsimd::batch<T, A> const& v) noexcept {
 // arithmetic; under -ffinite-math-only the compiler may drop it (a select or clamp on a compare it
 // assumes ordered), so the NaN lanes are OR-ed back in on the bits. Ordinary builds: result.
 template <class A, class T>
-SMAX_ALWAYS_INLINE xsimd::batch<T, A> keep_nan(xsimd::batch<T, A> const& v, xsimd::batch<T, A> const& result) noexcept {
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> keep_nan(xsimd::batch<T, A> const& v,
+                                               xsimd::batch<T, A> const& result) noexcept {
 #if SMAX_FINITE_MATH_ONLY
   using I = smax::detail::integer_of_t<T>;
   using ibatch = xsimd::batch<I, A>;

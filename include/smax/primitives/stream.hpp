@@ -62,14 +62,20 @@ inline void store_streaming(T* p, xsimd::batch<T, A> const& v) noexcept {
 #if defined(SMAX_HAS_STREAMING_STORES)
   constexpr bool is_float = sizeof(T) == 4;
   if constexpr (sizeof(v) == 64) {
-    if constexpr (is_float) _mm512_stream_ps(reinterpret_cast<float*>(p), v);
-    else _mm512_stream_pd(reinterpret_cast<double*>(p), v);
+    if constexpr (is_float)
+      _mm512_stream_ps(reinterpret_cast<float*>(p), v);
+    else
+      _mm512_stream_pd(reinterpret_cast<double*>(p), v);
   } else if constexpr (sizeof(v) == 32) {
-    if constexpr (is_float) _mm256_stream_ps(reinterpret_cast<float*>(p), v);
-    else _mm256_stream_pd(reinterpret_cast<double*>(p), v);
+    if constexpr (is_float)
+      _mm256_stream_ps(reinterpret_cast<float*>(p), v);
+    else
+      _mm256_stream_pd(reinterpret_cast<double*>(p), v);
   } else {
-    if constexpr (is_float) _mm_stream_ps(reinterpret_cast<float*>(p), v);
-    else _mm_stream_pd(reinterpret_cast<double*>(p), v);
+    if constexpr (is_float)
+      _mm_stream_ps(reinterpret_cast<float*>(p), v);
+    else
+      _mm_stream_pd(reinterpret_cast<double*>(p), v);
   }
 #else
   v.store_aligned(p);

@@ -21,7 +21,9 @@ struct multimax_parameters {
   std::array<long double, 4> r{};  // r0..r3
 };
 
-inline long double multimax_relu(long double u) { return u > 0 ? u : 0.0L; }
+inline long double multimax_relu(long double u) {
+  return u > 0 ? u : 0.0L;
+}
 
 // σ(x) = x + t0·relu(r0 - x) + t1·relu(x - r1) + t2·relu(r2 - x)² + t3·relu(x - r3)²
 inline long double multimax_sigma(long double x, multimax_parameters const& p) {

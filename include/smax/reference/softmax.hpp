@@ -62,8 +62,8 @@ inline std::vector<long double> backward(std::vector<long double> const& y,
   long double acc = 0;
   for (std::size_t i = 0; i < n; ++i) acc += log ? dy[i] : dy[i] * y[i];
   for (std::size_t i = 0; i < n; ++i)
-    dx[i] = log ? (dy[i] - std::exp(y[i]) * acc) / o.temperature
-                : y[i] * (dy[i] - acc) / o.temperature;
+    dx[i] =
+        log ? (dy[i] - std::exp(y[i]) * acc) / o.temperature : y[i] * (dy[i] - acc) / o.temperature;
   return dx;
 }
 

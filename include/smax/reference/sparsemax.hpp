@@ -20,7 +20,7 @@ struct sparsemax_result {
   long double tau = NAN;          // unshifted threshold; NaN for special rows
   long double tau_shifted = NAN;  // tau - max
   std::size_t support_size = 0;
-  bool special = false;           // empty, all masked, NaN or +inf
+  bool special = false;  // empty, all masked, NaN or +inf
 };
 
 // Sort descending, k* = max{k : 1 + k·z_(k) > sum_{j<=k} z_(j)}, tau = (sum_{j<=k*} z_(j) - 1)/k*,

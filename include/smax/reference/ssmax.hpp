@@ -36,7 +36,8 @@ std::vector<long double> ssmax(const T* x, std::size_t n, long double lambda,
   long double s = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (x[i] != -inf) s += std::exp(lambda * (x[i] - m));
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] == -inf ? 0.0L : std::exp(lambda * (x[i] - m)) / s;
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] = x[i] == -inf ? 0.0L : std::exp(lambda * (x[i] - m)) / s;
   return y;
 }
 

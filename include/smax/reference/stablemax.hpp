@@ -11,7 +11,9 @@
 SMAX_BEGIN_NAMESPACE
 namespace reference {
 
-inline long double stablemax_s(long double x) { return x >= 0 ? x + 1 : 1 / (1 - x); }
+inline long double stablemax_s(long double x) {
+  return x >= 0 ? x + 1 : 1 / (1 - x);
+}
 // log s(x), without forming s (which underflows long double only far beyond float's range).
 inline long double stablemax_log_s(long double x) {
   return x >= 0 ? std::log1p(x) : -std::log1p(-x);

@@ -14,7 +14,8 @@ bool is_distribution(const char* what, const float* y, std::size_t n) {
   double sum = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     if (!(y[i] >= 0.0f && y[i] <= 1.0f)) {  // also rejects NaN
-      std::fprintf(stderr, "%s: y[%zu] = %g is not a probability\n", what, i, static_cast<double>(y[i]));
+      std::fprintf(stderr, "%s: y[%zu] = %g is not a probability\n", what, i,
+                   static_cast<double>(y[i]));
       return false;
     }
     sum += y[i];
