@@ -97,6 +97,29 @@ SMAX_ALWAYS_INLINE void drive_rows_in_registers(const T* x, std::size_t ldx, T* 
   for (; r < rows; ++r) policy.template row_in_registers<B>(x + r * ldx, y + r * ldy, cols);
 }
 
+// Rows longer than four registers, or every row of a family without register kernels.
+template <class A, class T, class Policy>
+SMAX_ALWAYS_INLINE void drive_long_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                        std::size_t rows, std::size_t cols,
+                                        Policy const& policy) noexcept {
+  const bool prefetch = cols * sizeof(T) >= prefetch_min_bytes;
+  policy.with_row_kernel([&](auto const& kernel) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const bool ahead = prefetch && r + 1 < rows;
+      kernel(x + r * ldx, y + r * ldy, cols, next_rows{ahead ? ldx : 0, ahead ? ldy : 0});
+    }
+  });
+}
+// The same out of line, for families with register kernels: their short rows' path then stays
+// small enough for the compiler to inline the table's entry point into a header-only caller.
+template <class A, class T, class Policy>
+__attribute__((noinline)) void drive_long_rows_out_of_line(const T* x, std::size_t ldx, T* y,
+                                                           std::size_t ldy, std::size_t rows,
+                                                           std::size_t cols,
+                                                           Policy const& policy) noexcept {
+  drive_long_rows<A>(x, ldx, y, ldy, rows, cols, policy);
+}
+
 // Inlined into the families' table entry points: a call level costs a 16-element row a
 // measurable share of its time.
 template <class A, class T, class Policy>
@@ -115,13 +138,10 @@ SMAX_ALWAYS_INLINE void drive_rows(const T* x, std::size_t ldx, T* y, std::size_
       return drive_rows_in_registers<A>(x, ldx, y, ldy, rows, cols, policy);
     }
   }
-  const bool prefetch = cols * sizeof(T) >= prefetch_min_bytes;
-  policy.with_row_kernel([&](auto const& kernel) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      const bool ahead = prefetch && r + 1 < rows;
-      kernel(x + r * ldx, y + r * ldy, cols, next_rows{ahead ? ldx : 0, ahead ? ldy : 0});
-    }
-  });
+  if constexpr (Policy::register_kernels)
+    drive_long_rows_out_of_line<A>(x, ldx, y, ldy, rows, cols, policy);
+  else
+    drive_long_rows<A>(x, ldx, y, ldy, rows, cols, policy);
 }
 
 }  // namespace kernels

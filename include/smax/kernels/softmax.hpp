@@ -165,8 +165,9 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
                 softmax_rows<T, false>{p, registers, softmax_row_kernel<A, T, false>(algorithm)});
 }
 
+// Inlined into the table's entry points (a call level costs a short row a measurable share).
 template <class A, class T>
-inline void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
+SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
                          std::size_t cols, T temperature, unsigned flags,
                          algorithm_id algorithm) noexcept {
   const T inv_temperature = T(1) / temperature;
