@@ -3,8 +3,9 @@
 // on every instruction set, against the long-double reference.
 //
 // Bounds, as softpick.hpp states them: relative error <= 1e-6 (double 1e-14) for outputs >= the
-// smallest normal; backward |error| <= 8·r·e^(x_k - m)/S'·(|dy_k| + |c| + sum_j |dy_j·y_j|),
-// r = 1e-6 (1e-14), S' = sum_j |a_j| + eps, c = <dy, y> (the backward pass of rows holding
+// smallest normal; backward |error| <= 8·r·(e^(x_k - m)/S'·(|dy_k| + |c| + sum_j |dy_j·y_j|) +
+// [k = k*]·eps/S'·(|c| + sum_j |dy_j·y_j|)), r = 1e-6 (1e-14), S' = sum_j |a_j| + eps,
+// c = <dy, y>, k* the first maximum (the backward pass of rows holding
 // subnormal inputs is unspecified). Contract: masked entries exactly 0; no positive entry gives
 // zeros; all masked, NaN or +inf give a NaN row.
 
@@ -46,11 +47,14 @@ void check_backward_row(const T* x, const T* y, const T* dy, const T* dx, std::s
     abs_c += std::fabs(dyl[i] * static_cast<long double>(y[i]));
   }
   (void)yref;
+  const std::size_t k_star = static_cast<std::size_t>(std::find(x, x + n, static_cast<T>(m)) - x);
   for (std::size_t i = 0; i < n; ++i) {
     const long double w = m > 0 && std::isfinite(m) && s > 0 && x[i] != -inf<T>
                               ? std::exp(static_cast<long double>(x[i]) - m) / s
                               : 0;
-    long double b = w * (std::fabs(dyl[i]) + std::fabs(c) + abs_c);
+    // At k*, the eps term -c·eps/S' (of size up to |c|) carries c's error and its own rounding.
+    long double b = w * (std::fabs(dyl[i]) + std::fabs(c) + abs_c) +
+                    (i == k_star && s > 0 ? eps / s * (std::fabs(c) + abs_c) : 0);
     // A weight e^(x_k - m)/S' below the smallest normal number may be flushed to 0 (outputs below it
     // may be), which takes its product with the gradient terms along.
     const long double tiny = std::numeric_limits<T>::min();
