@@ -94,12 +94,16 @@ TYPED_TEST(fuzz_findings, subnormal_inverse_temperature_with_a_mask) {
 // A temperature so small that 1/T overflows (T < 1/FLT_MAX, still finite and > 0, so valid) gave
 // NaN (x - m = 0 times 1/T = inf): double T = 2.67e-315 on 15 entries near 0. The result is not
 // always one-hot: entries a few subnormal steps below the maximum have (x - m)/T of order 1.
+// Also a 1/T just below the largest finite value (double T = 7.17e-309 on [0 x15], online, AVX-512:
+// NaN), and the first T whose 1/T is finite.
 TYPED_TEST(fuzz_findings, inverse_temperature_overflows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  const T t = sizeof(T) == 4 ? T(1e-39) : T(2.67e-315);
-  const T step = std::numeric_limits<T>::denorm_min();
+  const T edge = std::nextafter(T(1) / std::numeric_limits<T>::max(), T(1));
+  for (const T t : {sizeof(T) == 4 ? T(1e-39) : T(2.67e-315), sizeof(T) == 4 ? T(3e-39) : T(7.17064818e-309), edge})
   for (std::size_t n : {std::size_t(1), std::size_t(15), std::size_t(100), std::size_t(1500)}) {
+  SCOPED_TRACE(testing::Message() << "T = " << t);
+  const T step = std::numeric_limits<T>::denorm_min();
     std::vector<T> near_zero(n), subnormal_steps(n);
     for (std::size_t i = 0; i < n; ++i) {
       near_zero[i] = T(1e-3) * T(i % 17);
@@ -110,6 +114,9 @@ TYPED_TEST(fuzz_findings, inverse_temperature_overflows) {
       for (auto a : all_algorithms)
         for (bool log : {false, true})
           EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, t))) << "n = " << n;
+    for (auto a : all_algorithms)
+      for (bool log : {false, true})
+        EXPECT_TRUE((matches_reference<TypeParam>(a, log, std::vector<T>(n, T(0)), t))) << "zeros, n = " << n;
     if (n > 1)
       for (bool log : {false, true}) {
         expect_online_state_matches<TypeParam>(near_zero, t, log);

@@ -152,9 +152,14 @@ inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
 template <class T>
 constexpr T wide_range_inv_temperature = T(1024) / std::numeric_limits<T>::max();
 
-// A row at such a temperature, in scalar code: x - max in double (float rows) or as
-// x/2 - max/2 (double rows, scaled by 2/T), the exponentials and the sum in double. A rare path
-// (T > 1e36, or T < 3e-39) that needs no speed. For double rows 2/T is formed as (1/T)·2^61 and
+// 1/T above this (T below 16/FLT_MAX, 16/DBL_MAX) would overflow the vector kernels' constants
+// (1/T·log2e, 2/T): such calls take wide_range_row as well, with (x - max)·(1/T) in double.
+template <class T>
+constexpr T huge_inv_temperature = std::numeric_limits<T>::max() / 16;
+
+// A row at such a temperature, in scalar code: x - max in double (float rows, and double rows
+// with T < 1) or as x/2 - max/2 (double rows with T > 1, scaled by 2/T), the exponentials and the
+// sum in double. A rare path (T > 1e36, or T < 5e-38) that needs no speed. For double rows 2/T is formed as (1/T)·2^61 and
 // the difference taken 2^-60 times (both exact): 2/T itself can be subnormal (T > 9e307), which a
 // flush-to-zero mode would make 0 (and a masked entry's -inf·0 NaN). Where 1/T overflows, the
 // difference is divided by T: x - max then overflows only where (x - max)/T does.
@@ -162,7 +167,7 @@ template <class A, class T>
 inline double wide_range_difference(T x, T max, T inv_t, T divisor = 0) noexcept {
   if (divisor != T(0))
     return (static_cast<double>(x) - static_cast<double>(max)) / static_cast<double>(divisor);
-  if (sizeof(T) == 4)
+  if (sizeof(T) == 4 || inv_t >= T(1))  // float: exact in double; double: 1/T is not subnormal
     return (static_cast<double>(x) - static_cast<double>(max)) * static_cast<double>(inv_t);
   return ((static_cast<double>(x) * 0.5 - static_cast<double>(max) * 0.5) * 0x1p-60) *
          (static_cast<double>(inv_t) * 0x1p61);

@@ -141,7 +141,8 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
                                             algorithm_id algorithm) noexcept {
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
-  if (scaled && inv_temperature < wide_range_inv_temperature<T>) {  // T > 1e36: rare, scalar
+  if (scaled && (inv_temperature < wide_range_inv_temperature<T> ||
+                 inv_temperature > huge_inv_temperature<T>)) {  // T > 1e36 or < 5e-38: scalar
     for (std::size_t r = 0; r < rows; ++r) wide_range_row<A>(x + r * ldx, y + r * ldy, cols, p);
     return;
   }
@@ -220,7 +221,7 @@ inline void online_reduce(const T* x, std::size_t n, T temperature, T* max, doub
   }
   const T inv_t = T(1) / temperature;
   const bool inverse_overflows = inv_t == T(__builtin_huge_val());
-  if (inv_t < wide_range_inv_temperature<T> || inverse_overflows) {  // as forward_rows_scaled
+  if (inv_t < wide_range_inv_temperature<T> || inv_t > huge_inv_temperature<T>) {  // as forward_rows_scaled
     const T m = wide_range_max<A>(x, n);
     *max = m;
     *sum = m > -T(__builtin_huge_val()) && m < T(__builtin_huge_val())
@@ -251,7 +252,8 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     q.divisor = temperature;
     return wide_range_normalize<A>(x, y, n, max, sum, q);
   }
-  if (p.inv_temperature < wide_range_inv_temperature<T>)
+  if (p.inv_temperature < wide_range_inv_temperature<T> ||
+      p.inv_temperature > huge_inv_temperature<T>)
     return wide_range_normalize<A>(x, y, n, max, sum, p);
   const online_partial<T> s{max, sum};
   if (p.inv_temperature != T(1))
