@@ -14,7 +14,7 @@ out=build/compare
 rm -rf "$out/before"
 mkdir -p "$out/before"
 git archive "$revision" include | tar -x -C "$out/before"
-flags=(-std=c++17 -O2 -march=native -DNDEBUG -Wno-psabi)
+flags=(-std=c++17 -O2 -march=native -DNDEBUG -Wno-psabi ${COMPARE_FLAGS:-})
 for side in before after; do
   sed "s/@SIDE@/$side/g" bench/compare/revision.cpp.in > "$out/$side.cpp"
 done

@@ -19,6 +19,9 @@ inline const char* const family_names[] = {"softmax",       "log_softmax", "ssma
                                            "multimax",      "softpick",    "stablemax",
                                            "log_stablemax", "sparsemax",   "sigmoid"};
 
+// Whether a revision has the family (StableMax came in 0.2): main registers only those both have.
+bool has_family_before(family f);
+bool has_family_after(family f);
 template <class T>
 void run_family_before(family f, const T* x, T* y, std::size_t rows, std::size_t cols);
 template <class T>

@@ -81,6 +81,10 @@ static_assert(XSIMD_VERSION_MAJOR >= 8, "smax needs xsimd 8.1 or newer");
 // called out of line once per vector, which made short rows markedly slower.
 #define SMAX_ALWAYS_INLINE inline __attribute__((always_inline))
 #define SMAX_FLATTEN __attribute__((flatten))
+// The same for a lambda's call operator, written after its parameter list: the bodies handed to
+// primitives::unroll (one per register of a short row) hold the exp, and GCC left them out of
+// line (twice per 16-element row) even inside a flattened kernel.
+#define SMAX_INLINE_LAMBDA __attribute__((always_inline))
 
 #define SMAX_BEGIN_NAMESPACE \
   namespace smax {           \

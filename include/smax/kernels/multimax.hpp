@@ -146,7 +146,7 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
   primitives::register_row<A, T, Count> rows[K];
   T max[K];
   bool special = n == 1;  // the special rows of softmax's short_rows
-  primitives::unroll<K>([&](auto k) {
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
     rows[k].load(x + k * ldx, n, -inf);
     rows[k].transform(sigma);
     const auto lanes = rows[k].lane_max();
@@ -164,8 +164,9 @@ SMAX_FLATTEN inline void multimax_short_rows(const T* x, std::size_t ldx, T* y, 
                                primitives::exp_minus_shift<A, T, false>,
                                primitives::exp_minus_max<A, T, false>>;
   batch s[K];
-  primitives::unroll<K>([&](auto k) { s[k] = rows[k].transform_sum(E(max[k], T(1))); });
-  primitives::unroll<K>([&](auto k) {
+  primitives::unroll<K>([&](auto k)
+                            SMAX_INLINE_LAMBDA { s[k] = rows[k].transform_sum(E(max[k], T(1))); });
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
     rows[k].transform(
         primitives::short_normalizer<A, T, E::exact_max>(smax::detail::horizontal_sum(s[k])));
     rows[k].store(y + k * ldy);

@@ -80,18 +80,38 @@ inline bool valid_temperature(T temperature) noexcept {
   return temperature > T(0) && temperature < T(__builtin_huge_val());
 }
 
+template <class T>
+using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
+
+// The kernel of rows longer than four registers (or of every row, for an explicit algorithm
+// other than three_pass).
+template <class A, class T, bool Scaled>
+inline row_kernel<T> softmax_row_kernel(algorithm_id algorithm) noexcept {
+  switch (algorithm) {
+    case algorithm_id::online:
+      return &online_row<A, T, Scaled>;
+    case algorithm_id::blocked_three_pass:
+      return &blocked_three_pass_row<A, T, Scaled>;
+    case algorithm_id::two_pass:
+      return &two_pass_row<A, T, Scaled>;
+    default:
+      return &three_pass_row<A, T, Scaled>;
+  }
+}
+
 // The softmax family's policy for the row driver (row_driver.hpp): 1/T applied when Scaled, the
-// register kernels for the three-pass algorithm, `kernel` for longer rows.
-template <class T, bool Scaled>
+// register kernels for the three-pass algorithm, softmax_row_kernel's for longer rows (chosen
+// there, off the short rows' path).
+template <class A, class T, bool Scaled>
 struct softmax_rows {
-  using row_kernel = void (*)(const T*, T*, std::size_t, row_params<T> const&);
   static constexpr bool flush_subnormals = true;
   static constexpr bool register_kernels = true;
-  row_params<T> params;
-  bool registers;
-  row_kernel kernel;
+  // By reference: a copy of the caller's row_params is one wide load of the fields it has just
+  // stored one by one, a store-forwarding stall that cost SSMax's 16-element row half its time.
+  row_params<T> const& params;
+  algorithm_id algorithm;  // not automatic
 
-  bool in_registers() const noexcept { return registers; }
+  bool in_registers() const noexcept { return algorithm == algorithm_id::three_pass; }
   // No flush beyond flush_max_scale (row_policy.hpp): subnormal differences x - max would count.
   std::size_t flush_elements(std::size_t elements) const noexcept {
     return params.inv_temperature <= flush_max_scale<T> ? elements : 0;
@@ -107,7 +127,8 @@ struct softmax_rows {
   }
   template <class F>
   SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
-    f([this](const T* x, T* y, std::size_t n, next_rows next) {
+    const row_kernel<T> kernel = softmax_row_kernel<A, T, Scaled>(algorithm);
+    f([this, kernel](const T* x, T* y, std::size_t n, next_rows next) {
       row_params<T> q = params;
       q.next_row = next.x;
       q.next_output_row = next.y;
@@ -115,21 +136,6 @@ struct softmax_rows {
     });
   }
 };
-
-template <class A, class T, bool Scaled>
-inline typename softmax_rows<T, Scaled>::row_kernel softmax_row_kernel(
-    algorithm_id algorithm) noexcept {
-  switch (algorithm) {
-    case algorithm_id::online:
-      return &online_row<A, T, Scaled>;
-    case algorithm_id::blocked_three_pass:
-      return &blocked_three_pass_row<A, T, Scaled>;
-    case algorithm_id::two_pass:
-      return &two_pass_row<A, T, Scaled>;
-    default:
-      return &three_pass_row<A, T, Scaled>;
-  }
-}
 
 // The rows given 1/T (> 0 and finite); `scaled` is false exactly when 1/T = 1. SSMax comes
 // here with its λ as 1/T, so it costs what softmax with a temperature costs. Inlined into its
@@ -157,20 +163,16 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
       algorithm =
           bytes <= three_pass_max_bytes ? algorithm_id::blocked_three_pass : algorithm_id::online;
   }
-  const bool registers = algorithm == algorithm_id::three_pass;
   if (scaled)
-    return drive_rows<A>(
-        x, ldx, y, ldy, rows, cols,
-        softmax_rows<T, true>{p, registers, softmax_row_kernel<A, T, true>(algorithm)});
-  drive_rows<A>(x, ldx, y, ldy, rows, cols,
-                softmax_rows<T, false>{p, registers, softmax_row_kernel<A, T, false>(algorithm)});
+    return drive_rows<A>(x, ldx, y, ldy, rows, cols, softmax_rows<A, T, true>{p, algorithm});
+  drive_rows<A>(x, ldx, y, ldy, rows, cols, softmax_rows<A, T, false>{p, algorithm});
 }
 
 // Inlined into the table's entry points (a call level costs a short row a measurable share).
 template <class A, class T>
-SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows,
-                         std::size_t cols, T temperature, unsigned flags,
-                         algorithm_id algorithm) noexcept {
+SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                     std::size_t rows, std::size_t cols, T temperature,
+                                     unsigned flags, algorithm_id algorithm) noexcept {
   const T inv_temperature = T(1) / temperature;
   if (!valid_temperature<A>(temperature) || !(inv_temperature > T(0))) {
     for (std::size_t r = 0; r < rows; ++r)
@@ -221,7 +223,8 @@ inline void online_reduce(const T* x, std::size_t n, T temperature, T* max, doub
   }
   const T inv_t = T(1) / temperature;
   const bool inverse_overflows = inv_t == T(__builtin_huge_val());
-  if (inv_t < wide_range_inv_temperature<T> || inv_t > huge_inv_temperature<T>) {  // as forward_rows_scaled
+  if (inv_t < wide_range_inv_temperature<T> ||
+      inv_t > huge_inv_temperature<T>) {  // as forward_rows_scaled
     const T m = wide_range_max<A>(x, n);
     *max = m;
     *sum = m > -T(__builtin_huge_val()) && m < T(__builtin_huge_val())

@@ -82,7 +82,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
   primitives::register_row<A, T, Count> rows[K];
   T max[K];
   bool special = n == 1;
-  primitives::unroll<K>([&](auto k) {
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
     rows[k].load(x + k * ldx, n, -inf);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
@@ -98,23 +98,24 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
   // The exp functors of short_row (primitives::with_short_row_exp for softmax).
   if (p.log) {
     double sum[K];
-    primitives::unroll<K>([&](auto k) {
+    primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
       sum[k] = exponentiate(
           rows[k], primitives::exp_for_log_sum<A, T, Scaled>(max[k], p.inv_temperature), true);
     });
-    primitives::unroll<K>([&](auto k) { normalize_log(rows[k], sum[k], max[k], p); });
+    primitives::unroll<K>([&](auto k)
+                              SMAX_INLINE_LAMBDA { normalize_log(rows[k], sum[k], max[k], p); });
   } else if constexpr (primitives::short_row_shift<A, Scaled, Count>) {
-    primitives::unroll<K>([&](auto k) {
+    primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
       exponentiate_and_normalize(
           rows[k], primitives::exp_minus_shift<A, T, Scaled>(max[k], p.inv_temperature));
     });
   } else {
-    primitives::unroll<K>([&](auto k) {
+    primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
       exponentiate_and_normalize(
           rows[k], primitives::exp_minus_max<A, T, Scaled>(max[k], p.inv_temperature));
     });
   }
-  primitives::unroll<K>([&](auto k) { rows[k].store(y + k * ldy); });
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA { rows[k].store(y + k * ldy); });
 }
 
 template <class A, class T, bool Scaled, std::size_t K>

@@ -310,7 +310,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
   T max[K];
   bool ordinary = true;
   constexpr T smallest_normal = std::numeric_limits<T>::min();
-  primitives::unroll<K>([&](auto k) {
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
     rows[k].load(x + k * ldx, n, neg_inf);
     const auto lanes = rows[k].lane_max();
     max[k] = smax::detail::horizontal_max(lanes.max);
@@ -325,7 +325,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
   }
   batch s[K];
   double eps_b[K];
-  primitives::unroll<K>([&](auto k) {
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
     const plan<T> p = make_plan<A>(max[k], neg_inf);  // masked, as short_row: the same bits
     const term<A, T, mode::masked> f(p);
     eps_b[k] = eps / p.c;
@@ -336,7 +336,7 @@ SMAX_FLATTEN inline void short_rows(const T* x, std::size_t ldx, T* y, std::size
       return xsimd::max(b, batch(T(0)));
     });
   });
-  primitives::unroll<K>([&](auto k) {
+  primitives::unroll<K>([&](auto k) SMAX_INLINE_LAMBDA {
     const batch inv(static_cast<T>(1.0 / (smax::detail::horizontal_sum(s[k]) + eps_b[k])));
     rows[k].transform([&](batch const& v) { return v * inv; });
     rows[k].store(y + k * ldy);

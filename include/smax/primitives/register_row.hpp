@@ -59,7 +59,8 @@ struct register_row {
 
   SMAX_ALWAYS_INLINE void load(const T* x, std::size_t n, T fill) noexcept {
     last = n - (Count - 1) * width;
-    unroll<Count - 1>([&](auto j) { v[j] = batch::load_unaligned(x + j * width); });
+    unroll<Count - 1>([&](auto j)
+                          SMAX_INLINE_LAMBDA { v[j] = batch::load_unaligned(x + j * width); });
     const T* tail = x + (Count - 1) * width;
     v[Count - 1] = last == width ? batch::load_unaligned(tail) : load_partial<A>(tail, last, fill);
   }
@@ -67,14 +68,14 @@ struct register_row {
   // v[j] = f(v[j]) for every register.
   template <class F>
   SMAX_ALWAYS_INLINE void transform(F&& f) noexcept {
-    unroll<Count>([&](auto j) { v[j] = f(v[j]); });
+    unroll<Count>([&](auto j) SMAX_INLINE_LAMBDA { v[j] = f(v[j]); });
   }
 
   // v[j] = f(v[j]) for every register; returns the lane-wise sum of the new values (tree_sum:
   // no leading 0 + and two adds deep for four registers, on the short rows' latency chain).
   template <class F>
   SMAX_ALWAYS_INLINE batch transform_sum(F&& f) noexcept {
-    unroll<Count>([&](auto j) { v[j] = f(v[j]); });
+    unroll<Count>([&](auto j) SMAX_INLINE_LAMBDA { v[j] = f(v[j]); });
     return tree_sum(v);
   }
 
@@ -82,7 +83,7 @@ struct register_row {
   template <class F>
   SMAX_ALWAYS_INLINE batch sum(F&& f) const noexcept {
     batch t[Count];
-    unroll<Count>([&](auto j) { t[j] = f(v[j]); });
+    unroll<Count>([&](auto j) SMAX_INLINE_LAMBDA { t[j] = f(v[j]); });
     return tree_sum(t);
   }
 
@@ -94,7 +95,7 @@ struct register_row {
   SMAX_ALWAYS_INLINE max_result lane_max() const noexcept {
     batch m = v[0];
     auto nan = primitives::is_nan(v[0]);
-    unroll<Count - 1>([&](auto j) {
+    unroll<Count - 1>([&](auto j) SMAX_INLINE_LAMBDA {
       m = xsimd::max(m, v[j + 1]);
       nan = nan | primitives::is_nan(v[j + 1]);
     });
@@ -103,7 +104,7 @@ struct register_row {
 
   // Stores the n elements of the row to y (the fill lanes are not written).
   SMAX_ALWAYS_INLINE void store(T* y) const noexcept {
-    unroll<Count - 1>([&](auto j) { v[j].store_unaligned(y + j * width); });
+    unroll<Count - 1>([&](auto j) SMAX_INLINE_LAMBDA { v[j].store_unaligned(y + j * width); });
     T* tail = y + (Count - 1) * width;
     if (last == width)
       v[Count - 1].store_unaligned(tail);
