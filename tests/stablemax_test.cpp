@@ -3,6 +3,8 @@
 // spreads, extreme values, masks and special values; the invariants of the definition; the
 // backward passes against the reference VJP with the bound the header states.
 
+#include <cstring>
+
 #include <smax/reference/stablemax.hpp>
 #include <smax/smax.hpp>
 
@@ -96,6 +98,48 @@ TYPED_TEST(stablemax_test, extreme_values_masks_and_special_rows) {
   EXPECT_EQ(stablemax_of<TypeParam>(std::vector<T>{T(5)}, true)[0], T(0));
   EXPECT_EQ(stablemax_of<TypeParam>(std::vector<T>{T(-4), -inf}, false)[1], T(0));
   EXPECT_EQ(stablemax_of<TypeParam>(std::vector<T>{T(-4), -inf}, true)[1], -inf);
+}
+
+template <class T>
+bool same_bits_or_both_nan(T a, T b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+// Batches: every row of a rows × cols call (short rows go through the register kernels four at
+// a time, then one by one) equals the same row alone, bit for bit, with a special row (NaN,
+// all masked) inside a group, padding between rows left untouched, and in place.
+TYPED_TEST(stablemax_test, rows_equal_single_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::stablemax_table<typename TypeParam::arch>;
+  const std::size_t w = TypeParam::width;
+  for (bool log : {false, true})
+    for (std::size_t cols :
+         {std::size_t(1), std::size_t(2), w - 1, w, w + 1, 3 * w + 2, 4 * w, 4 * w + 1, 9 * w + 3})
+      for (std::size_t rows : {std::size_t(1), std::size_t(3), std::size_t(4), std::size_t(9)}) {
+        if (cols == 0) continue;
+        const std::size_t ld = cols + 3;
+        auto x = random_row<T>(rows * ld, 6.0, 0.5, static_cast<unsigned>(rows * 131 + cols));
+        if (rows > 4) {
+          x[5 * ld + cols / 2] = quiet_nan<T>;                                  // row 5: NaN
+          for (std::size_t i = 0; i < cols; ++i) x[6 * ld + i] = -infinity<T>;  // row 6: masked
+        }
+        std::vector<T> y(rows * ld, T(-7)), inplace = x;
+        table::forward(x.data(), ld, y.data(), ld, rows, cols, log);
+        table::forward(inplace.data(), ld, inplace.data(), ld, rows, cols, log);
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::vector<T> row(x.begin() + r * ld, x.begin() + r * ld + cols);
+          const auto alone = stablemax_of<TypeParam>(row, log);
+          for (std::size_t i = 0; i < cols; ++i) {
+            ASSERT_TRUE(same_bits_or_both_nan(y[r * ld + i], alone[i]))
+                << "row " << r << " of " << rows << ", cols " << cols << ", at " << i
+                << (log ? ", log" : "");
+            ASSERT_TRUE(same_bits_or_both_nan(inplace[r * ld + i], alone[i])) << "in place";
+          }
+          for (std::size_t i = cols; i < ld && r * ld + i < y.size(); ++i)
+            ASSERT_EQ(y[r * ld + i], T(-7)) << "padding written";
+        }
+      }
 }
 
 // Σy = 1, order kept, y ∝ x + 1 on nonnegative rows; not shift invariant.

@@ -28,6 +28,7 @@
 #include "../primitives/log.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/register_row.hpp"
 #include "../primitives/special.hpp"
 #include "row_driver.hpp"
 
@@ -150,14 +151,55 @@ inline void stablemax_row(const T* x, T* y, std::size_t n, bool log, next_rows n
   });
 }
 
-// StableMax's policy for the row driver (row_driver.hpp): every row through stablemax_row (no
-// register kernels yet). No flush to zero: a row of entries near -FLT_MAX has only subnormal
-// terms 1/(1 - x), which carry the whole result.
+// A StableMax row of at most four registers of A, in registers: the maximum, the terms and their
+// sum, y = t·(1/Σt), with one load and one store of each element (stablemax_row's passes cost
+// a short row more in loads, loops and calls than in arithmetic). The lanes past n hold -inf,
+// whose term is 0. Special rows as stablemax_row.
+template <class A, class T, std::size_t Count>
+SMAX_FLATTEN inline void stablemax_short_row(const T* x, T* y, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  primitives::register_row<A, T, Count> row(x, n, -std::numeric_limits<T>::infinity());
+  const auto lanes = row.lane_max();
+  const T m = smax::detail::horizontal_max(lanes.max);
+  if (lanes.has_nan || !primitives::is_finite(m)) {  // NaN, +inf, or every entry masked
+    for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<T>(__builtin_nan(""));
+    return;
+  }
+  const stablemax_term<A, T> term{batch(m >= T(0) ? m + T(1) : T(1) - m), m >= T(0)};
+  const double sum = smax::detail::horizontal_sum(row.transform_sum(term));
+  const double inv = 1.0 / sum;
+  const batch hi(static_cast<T>(inv)), lo(static_cast<T>(inv - static_cast<T>(inv)));
+  row.transform([&](batch const& t) { return smax::detail::mul_add(t, hi, t * lo); });
+  row.store(y);
+}
+
+template <class A, class T>
+SMAX_ALWAYS_INLINE void stablemax_short_row(const T* x, T* y, std::size_t n) noexcept {
+  primitives::with_register_count<A, T>(
+      n, [&](auto count) { stablemax_short_row<A, T, decltype(count)::value>(x, y, n); });
+}
+
+// StableMax's policy for the row driver (row_driver.hpp). Short StableMax rows take the register
+// kernel above; log-StableMax rows, whose logs run on 256-bit registers (stablemax_row), take
+// stablemax_row at every length. No flush to zero: a row of entries near -FLT_MAX has only
+// subnormal terms 1/(1 - x), which carry the whole result.
 template <class A, class T>
 struct stablemax_rows {
   static constexpr bool flush_subnormals = false;
-  static constexpr bool register_kernels = false;
+  static constexpr bool register_kernels = true;
   bool log;
+
+  bool in_registers() const noexcept { return !log; }
+  template <class B>
+  SMAX_ALWAYS_INLINE void row_in_registers(const T* x, T* y, std::size_t n) const noexcept {
+    stablemax_short_row<B>(x, y, n);
+  }
+  template <class B, std::size_t K>
+  SMAX_ALWAYS_INLINE void rows_in_registers(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                            std::size_t n) const noexcept {
+    primitives::unroll<K>(
+        [&](auto k) SMAX_INLINE_LAMBDA { stablemax_short_row<B>(x + k * ldx, y + k * ldy, n); });
+  }
 
   template <class F>
   SMAX_ALWAYS_INLINE void with_row_kernel(F&& f) const noexcept {
