@@ -67,6 +67,18 @@ void register_softmax_family(const std::string& family, bool log) {
     register_latency(family, "smax_avx2", log, smax_avx2);
   }
 #endif
+#if defined(SMAX_DISPATCH_AVX512BW)
+  // The AVX-512 table without the header-only API around it: beside smax_avx2, the cost of the
+  // instruction set alone at each row length (rows of at most 16 floats run 256-bit kernels
+  // inside it too).
+  if (smax::detail::arch_available<xsimd::avx512bw>()) {
+    const auto smax_avx512 = [=](std::size_t r, std::size_t c) {
+      return smax_arch_kernel<xsimd::avx512bw>(r, c, log);
+    };
+    register_family(family, "smax_avx512", log, smax_avx512);
+    register_latency(family, "smax_avx512", log, smax_avx512);
+  }
+#endif
 #if defined(SMAX_BENCH_HAVE_ONEDNN)
   const auto onednn = [=](std::size_t r, std::size_t c) -> kernel {
     auto primitive = std::make_shared<anchors::onednn_softmax>(r, c, log);
