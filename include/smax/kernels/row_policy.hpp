@@ -158,11 +158,12 @@ template <class T>
 constexpr T huge_inv_temperature = std::numeric_limits<T>::max() / 16;
 
 // A row at such a temperature, in scalar code: x - max in double (float rows, and double rows
-// with T < 1) or as x/2 - max/2 (double rows with T > 1, scaled by 2/T), the exponentials and the
-// sum in double. A rare path (T > 1e36, or T < 5e-38) that needs no speed. For double rows 2/T is formed as (1/T)·2^61 and
-// the difference taken 2^-60 times (both exact): 2/T itself can be subnormal (T > 9e307), which a
-// flush-to-zero mode would make 0 (and a masked entry's -inf·0 NaN). Where 1/T overflows, the
-// difference is divided by T: x - max then overflows only where (x - max)/T does.
+// with T <= 1) or as x/2 - max/2 (double rows with T > 1, scaled by 2/T), the exponentials and
+// the sum in double. A rare path (T > 1e36, or T < 5e-38) that needs no speed. For double rows
+// with T > 1, 2/T is formed as (1/T)·2^61 and the difference taken 2^-60 times (both exact): 2/T
+// itself can be subnormal (T > 9e307), which a flush-to-zero mode would make 0 (and a masked
+// entry's -inf·0 NaN). Where 1/T overflows, the difference is divided by T: x - max then
+// overflows only where (x - max)/T does.
 template <class A, class T>
 inline double wide_range_difference(T x, T max, T inv_t, T divisor = 0) noexcept {
   if (divisor != T(0))
