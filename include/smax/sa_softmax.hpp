@@ -13,13 +13,16 @@
 // Bound block
 //   Types:         float, double.
 //   Maximum error: forward: relative error <= 1e-6 (float) / 1e-14 (double) for every output
-//                  >= FLT_MIN (DBL_MIN); outputs below may be flushed to 0. Backward:
+//                  >= FLT_MIN (DBL_MIN), where plain outputs must also have exp(x_i - x_max) >=
+//                  FLT_MIN: softmax's terms below it may be flushed, and x_i·p_i can be a normal
+//                  number there (|y_i| < |x_i|·FLT_MIN, e.g. 3e-38 at x_i = -75). Backward:
 //                  |dx_k - dx*_k| <= 16ε·(p_k·(|dy_k|·(1/D + w_k) + Σ_i p_i·w_i·|dy_i|) +
 //                  [k = first argmin, x_min < 0]·Σ_i p_i·(1 + w_i)·|dy_i|/D + [k = first argmax,
 //                  x_max > 0]·Σ_i p_i·w_i·|dy_i|/D) (normalised, D = c - a) and 16ε·p_k·(|dy_k|·
 //                  (1 + |x_k|) + Σ_i |dy_i·y_i|) (plain), ε = 2^-23 (2^-52), p = softmax(x), with y
-//                  the forward's own output. Checked by tests/sa_softmax_test.cpp against long
-//                  double on every instruction set.
+//                  the forward's own output, for entries with exp(x_k - x_max) >= FLT_MIN (DBL_MIN);
+//                  below, p_k may be flushed to 0 and dx_k with it. Checked by
+//                  tests/sa_softmax_test.cpp against long double on every instruction set.
 //   Valid range:   every finite x up to ±FLT_MAX (DBL_MAX): c - a up to 2·FLT_MAX is never formed
 //                  unscaled, so [3e38, -3e38] gives [1, 0]. Not shift invariant (unlike softmax).
 //   Bad input:     n = 0 does nothing. -inf entries are masked (left out of min and max): output 0,

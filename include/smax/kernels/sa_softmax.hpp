@@ -11,7 +11,8 @@
 // scale s is a power of two that brings the row's largest magnitude to [0.5, 1), so that u·e
 // neither overflows (D reaches 2·FLT_MAX, and e is up to 2 with exp_minus_shift) nor loses
 // precision to subnormal products on rows of tiny entries; x·s - a·s is one fma, exact scaling
-// and one rounding. D·s is rounded the same way as u, so the maximum's weight is exactly 1.
+// and one rounding. D·s is rounded the same way as u, so the maximum's weight is exactly 1. The
+// plain form only guards against overflow (s = 1/4 for entries beyond FLT_MAX/4, else 1).
 //
 // Edges: masked entries (-inf) give +0 (u is clamped, whose product with e = 0 is then 0 and not
 // NaN); D = 0 (every unmasked entry 0) gives a zero row; n = 1 gives [x] (plain) or [x > 0];
@@ -127,7 +128,10 @@ template <class A, class T>
 inline sa_weights<T> sa_weights_of(T max, T min, bool normalized) noexcept {
   sa_weights<T> w;
   if (!normalized) {
-    w.scale = sa_scale_for(max > -min ? max : -min);  // >= 0: max >= min
+    // No scale to [0.5, 1) here: next to a huge entry it would make small ones subnormal. Only
+    // u·e (e < 2) must not overflow; x·e below FLT_MIN gives an output below it anyway (S >= 1).
+    const T m = max > -min ? max : -min;
+    w.scale = m > std::numeric_limits<T>::max() / 4 ? T(0.25) : T(1);
     w.offset = T(0);
     w.floor = std::numeric_limits<T>::lowest();
     w.num = 1.0 / static_cast<double>(w.scale);
