@@ -119,6 +119,20 @@ TYPED_TEST(sa_softmax_test, extreme_values_masks_and_special_rows) {
   EXPECT_EQ(sa_softmax_of<TypeParam>(std::vector<T>{T(5)}, true)[0], T(1));
   EXPECT_EQ(sa_softmax_of<TypeParam>(std::vector<T>{T(-5)}, true)[0], T(0));
   EXPECT_EQ(sa_softmax_of<TypeParam>(std::vector<T>{T(0)}, true)[0], T(0));
+  // n = 1 gives exactly 1 for any x > 0 (the general path's (x·s)·fl(1/(x·s)) is 1 - 2^-24 for
+  // 2.9 and 123.456 in float).
+  for (T v : {T(2.9), T(123.456), T(0.7), T(1e-30)})
+    EXPECT_EQ(sa_softmax_of<TypeParam>(std::vector<T>{v}, true)[0], T(1)) << v;
+  // D = 0 in rows of every length (register kernels and the three passes): zeros, or NaN with a
+  // NaN in the row.
+  for (std::size_t len :
+       {std::size_t(2), TypeParam::width + 1, 5 * TypeParam::width + 3, std::size_t(1000)}) {
+    std::vector<T> zeros(len, T(0));
+    zeros[len / 2] = -inf;
+    for (T v : sa_softmax_of<TypeParam>(zeros, true)) EXPECT_EQ(v, T(0)) << "n = " << len;
+    zeros[len - 1] = nan;
+    for (T v : sa_softmax_of<TypeParam>(zeros, true)) EXPECT_TRUE(std::isnan(v)) << "n = " << len;
+  }
   EXPECT_EQ(sa_softmax_of<TypeParam>(std::vector<T>{T(-5.5)}, false)[0], T(-5.5));
   EXPECT_EQ(sa_softmax_of<TypeParam>(std::vector<T>{big}, false)[0], big);
   for (bool normalized : {true, false})
