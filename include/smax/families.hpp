@@ -12,6 +12,7 @@
 #include "log_softmax.hpp"
 #include "multimax.hpp"
 #include "online.hpp"
+#include "sa_softmax.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "softpick.hpp"
@@ -31,7 +32,8 @@
   X(sigmoid, SMAX_NO_EXTRA_FORMS)           \
   X(sigmoid_attention, SMAX_NO_EXTRA_FORMS) \
   X(stablemax, SMAX_NO_EXTRA_FORMS)         \
-  X(log_stablemax, SMAX_NO_EXTRA_FORMS)
+  X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
+  X(sa_softmax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -40,4 +42,5 @@
   X(softpick_table)           \
   X(sparsemax_table)          \
   X(sigmoid_table)            \
-  X(stablemax_table)
+  X(stablemax_table)          \
+  X(sa_softmax_table)

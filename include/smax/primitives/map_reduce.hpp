@@ -28,6 +28,58 @@ inline void prefetch_for_write(const void* p, std::size_t bytes) noexcept {
     __builtin_prefetch(static_cast<const char*>(p) + k, 1, 3);
 }
 
+// y[i] = g(x[i], f(x[i])) for i < n (when Store) and returns the sum of f(x[i]): a pass whose
+// stored value is not the one it sums (Self-Adjust Softmax stores w·e and sums e). The tail is
+// padded with `fill`, and its lanes past n are dropped from the sum whatever f makes of them.
+// x == y is allowed. prefetch_distance and write_ahead as for map_sum.
+template <class A, bool Store, class T, class F, class G>
+SMAX_FLATTEN inline double map_store_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
+                                         G const& g, std::size_t prefetch_distance = 0,
+                                         T* write_ahead = nullptr) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  double total = 0.0;
+  std::size_t i = 0;
+  while (i + 4 * width <= n) {
+    const std::size_t block_end = n - i > sum_block<T, A> ? i + sum_block<T, A> : n;
+    batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
+    for (; i + 4 * width <= block_end; i += 4 * width) {
+      if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
+      if (write_ahead) prefetch_for_write<A>(write_ahead + i, 4 * width * sizeof(T));
+      const batch v0 = batch::load_unaligned(x + i);
+      const batch v1 = batch::load_unaligned(x + i + width);
+      const batch v2 = batch::load_unaligned(x + i + 2 * width);
+      const batch v3 = batch::load_unaligned(x + i + 3 * width);
+      const batch e0 = f(v0), e1 = f(v1), e2 = f(v2), e3 = f(v3);
+      if (Store) {
+        g(v0, e0).store_unaligned(y + i);
+        g(v1, e1).store_unaligned(y + i + width);
+        g(v2, e2).store_unaligned(y + i + 2 * width);
+        g(v3, e3).store_unaligned(y + i + 3 * width);
+      }
+      s0 += e0;
+      s1 += e1;
+      s2 += e2;
+      s3 += e3;
+    }
+    total += detail::horizontal_sum((s0 + s1) + (s2 + s3));
+  }
+  batch s(T(0));
+  for (; i + width <= n; i += width) {
+    const batch v = batch::load_unaligned(x + i);
+    const batch e = f(v);
+    if (Store) g(v, e).store_unaligned(y + i);
+    s += e;
+  }
+  if (i < n) {
+    const batch v = load_partial<A>(x + i, n - i, fill);
+    const batch e = f(v);
+    if (Store) store_partial<A>(y + i, n - i, g(v, e));
+    s += zero_from<A>(e, n - i);
+  }
+  return total + detail::horizontal_sum(s);
+}
+
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
 // `fill`, and its lanes past n are dropped from the sum whatever f makes of them. x == y is allowed. With prefetch_distance > 0 every iteration
 // also asks for the lines prefetch_distance elements ahead, so a compute-bound pass over cached
@@ -39,44 +91,9 @@ SMAX_FLATTEN inline double map_sum(const T* x, T* y, std::size_t n, T fill, F co
                                    std::size_t prefetch_distance = 0,
                                    T* write_ahead = nullptr) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
-  double total = 0.0;
-  std::size_t i = 0;
-  while (i + 4 * width <= n) {
-    const std::size_t block_end = n - i > sum_block<T, A> ? i + sum_block<T, A> : n;
-    batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
-    for (; i + 4 * width <= block_end; i += 4 * width) {
-      if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
-      if (write_ahead) prefetch_for_write<A>(write_ahead + i, 4 * width * sizeof(T));
-      const batch e0 = f(batch::load_unaligned(x + i));
-      const batch e1 = f(batch::load_unaligned(x + i + width));
-      const batch e2 = f(batch::load_unaligned(x + i + 2 * width));
-      const batch e3 = f(batch::load_unaligned(x + i + 3 * width));
-      if (Store) {
-        e0.store_unaligned(y + i);
-        e1.store_unaligned(y + i + width);
-        e2.store_unaligned(y + i + 2 * width);
-        e3.store_unaligned(y + i + 3 * width);
-      }
-      s0 += e0;
-      s1 += e1;
-      s2 += e2;
-      s3 += e3;
-    }
-    total += detail::horizontal_sum((s0 + s1) + (s2 + s3));
-  }
-  batch s(T(0));
-  for (; i + width <= n; i += width) {
-    const batch e = f(batch::load_unaligned(x + i));
-    if (Store) e.store_unaligned(y + i);
-    s += e;
-  }
-  if (i < n) {
-    const batch e = f(load_partial<A>(x + i, n - i, fill));
-    if (Store) store_partial<A>(y + i, n - i, e);
-    s += zero_from<A>(e, n - i);
-  }
-  return total + detail::horizontal_sum(s);
+  return map_store_sum<A, Store>(
+      x, y, n, fill, f, [](batch const&, batch const& e) SMAX_INLINE_LAMBDA { return e; },
+      prefetch_distance, write_ahead);
 }
 
 // y[i] = f(x[i]) for i < n; x == y is allowed. prefetch_distance as for map_sum.
