@@ -15,6 +15,7 @@
 #include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "softpick.hpp"
+#include "softplus_l1.hpp"
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "stablemax.hpp"
@@ -31,7 +32,8 @@
   X(sigmoid, SMAX_NO_EXTRA_FORMS)           \
   X(sigmoid_attention, SMAX_NO_EXTRA_FORMS) \
   X(stablemax, SMAX_NO_EXTRA_FORMS)         \
-  X(log_stablemax, SMAX_NO_EXTRA_FORMS)
+  X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
+  X(softplus_l1, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -40,4 +42,5 @@
   X(softpick_table)           \
   X(sparsemax_table)          \
   X(sigmoid_table)            \
-  X(stablemax_table)
+  X(stablemax_table)          \
+  X(softplus_l1_table)
