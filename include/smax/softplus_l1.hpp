@@ -18,8 +18,9 @@
 //                  g = 1 + max(0, -λ·x): softplus(u) ~ e^u for u << 0 carries the rounding of
 //                  λ·x (or λ·(x - m)) as softmax does, and the rounding of λ to T moves every
 //                  such term (where softplus(u) ~ u, λ cancels). Backward: |dx_i - dx*_i| <=
-//                  16ε·λ·r_i·y_i·(|dy_i| + Σ_j y_j·|dy_j|), r = σ(λx)/softplus(λx) <= 1,
-//                  ε = 2^-23 (2^-52), dx* the VJP at the y passed in. Checked by
+//                  16ε·λ·r_i·y_i·(|dy_i| + Σ_j y_j·|dy_j|) + 2·(1 + λ)·d, r = σ(λx)/softplus(λx)
+//                  <= 1, ε = 2^-23 (2^-52), d the smallest subnormal number (products that fall
+//                  below the normal range), dx* the VJP at the y passed in. Checked by
 //                  tests/softplus_l1_test.cpp against long double on every instruction set.
 //   Valid range:   any finite x up to ±FLT_MAX ([3e38, 1e38] at λ = 1 -> [0.75, 0.25]), any n
 //                  and base > 1 (λ up to 2^64); outputs below FLT_MIN may be flushed to 0. Not

@@ -4,14 +4,18 @@
 //
 // One exponential and one log1p an element, on terms taken relative to the row's largest one
 // (softplus is increasing, so that is the term of the row maximum m, u_m = λ·m):
-// * u_m >= 1 (softplus(u_m) > 1.3): t = max(u, 0) + log1p(e^-|u|), the stable form of softplus,
-//   times a power of two c that brings c·u_m below 2^100 (2^900 for double) when u_m is larger,
-//   so that neither λ·x nor the sum overflows ([3e38, 1e38] at λ = 2 -> [0.75, 0.25]);
-// * u_m < 1: with a = e^(λ·(x - m)) <= 1 and E = e^(u_m), softplus(u) = log1p(a·E), and
+// * u_m > 0: t = max(u, 0) + log1p(e^-|u|), the stable form of softplus, times a power of two
+//   c: 2 for u_m < 1 (so that the largest term exceeds 1), 1 up to 2^100 (2^900 for double),
+//   and one that brings c·u_m below that beyond, so that neither λ·x nor the sum overflows
+//   ([3e38, 1e38] at λ = 1 -> [0.75, 0.25]);
+// * u_m <= 0: with a = e^(λ·(x - m)) <= 1 and E = e^(u_m) <= 1, softplus(u) = log1p(a·E), and
 //   t = 4·log1p(a·E)/E, or 4·a where a·E < 2^-26 (2^-55) and log1p(z)/z = 1 within a unit of
 //   the last place; where E itself is that small every term is a (softplus(u) = e^u to the
 //   precision of T), which keeps rows of very negative u (e^u far below the smallest normal
 //   number) exact.
+// log1p is taken of arguments in [0, 1] only, by a polynomial without division
+// (primitives::log1p_unit; the general log1p_nonnegative takes two divisions, which made the
+// term cost about three exponentials).
 // Either way the largest term is at least 1, so an output >= FLT_MIN never comes from a
 // subnormal term, and Σt <= 2^110 cannot overflow. The sum is blocked and folded into double;
 // y = t·(1/Σt) with 1/Σt as a two-part factor. -inf entries give t = 0 exactly (masked); NaN,
@@ -74,7 +78,7 @@ constexpr T softplus_tiny = sizeof(T) == 4 ? T(0x1p-26) : T(0x1p-55);
 template <class T>
 constexpr int softplus_scale_exponent = sizeof(T) == 4 ? 100 : 900;
 
-// u_m >= 1, no scaling: t = max(u, 0) + log1p(e^-|u|), u = λ·x.
+// u_m in [1, 2^softplus_scale_exponent), no scaling: t = max(u, 0) + log1p(e^-|u|), u = λ·x.
 template <class A, class T>
 struct softplus_term {
   using batch = xsimd::batch<T, A>;
@@ -82,24 +86,25 @@ struct softplus_term {
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch u = lambda * x;
     const batch e = primitives::exp_nonpositive(-xsimd::abs(u));
-    return xsimd::max(u, batch(T(0))) + primitives::log1p_nonnegative<A>(e);
+    return xsimd::max(u, batch(T(0))) + primitives::log1p_unit<A>(e);
   }
 };
 
-// u_m above 2^softplus_scale_exponent: c·t = max(cλ·x, 0) + c·log1p(e^-|λ·x|) (λ·x may overflow
-// to ±inf, whose exponential is 0).
+// u_m above 2^softplus_scale_exponent, or in (0, 1) (c = 2: the largest term >= 2·ln 2 > 1):
+// c·t = max(cλ·x, 0) + c·log1p(e^-|λ·x|) (λ·x may overflow to ±inf, whose exponential is 0).
 template <class A, class T>
 struct softplus_scaled_term {
   using batch = xsimd::batch<T, A>;
   batch lambda, scaled_lambda, scale;
   SMAX_ALWAYS_INLINE batch operator()(batch const& x) const noexcept {
     const batch e = primitives::exp_nonpositive(-xsimd::abs(lambda * x));
-    return smax::detail::mul_add(scale, primitives::log1p_nonnegative<A>(e),
+    return smax::detail::mul_add(scale, primitives::log1p_unit<A>(e),
                                  xsimd::max(scaled_lambda * x, batch(T(0))));
   }
 };
 
-// u_m < 1: t = 4·log1p(a·E)/E, a = e^(λ·(x - m)), or 4·a where a·E < softplus_tiny.
+// u_m <= 0: t = 4·log1p(a·E)/E, a = e^(λ·(x - m)), E = e^u_m <= 1, or 4·a where a·E <
+// softplus_tiny.
 template <class A, class T>
 struct softplus_low_term {
   using batch = xsimd::batch<T, A>;
@@ -108,7 +113,7 @@ struct softplus_low_term {
     const batch a = primitives::exp_nonpositive(lambda * (x - max));
     const batch z = a * e_max;
     return xsimd::select(z < batch(softplus_tiny<T>), a * batch(T(4)),
-                         primitives::log1p_nonnegative<A>(z) * four_over_e_max);
+                         primitives::log1p_unit<A>(z) * four_over_e_max);
   }
 };
 
@@ -127,7 +132,9 @@ template <class A, class T, class F>
 SMAX_ALWAYS_INLINE void with_softplus_term(T lambda, T m, F&& f) noexcept {
   using batch = xsimd::batch<T, A>;
   const double u_max = static_cast<double>(lambda) * static_cast<double>(m);
-  if (u_max >= 1.0) {
+  if (u_max > 0.0) {
+    if (u_max < 1.0)
+      return f(softplus_scaled_term<A, T>{batch(lambda), batch(lambda * T(2)), batch(T(2))});
     if (u_max < std::ldexp(1.0, softplus_scale_exponent<T>))
       return f(softplus_term<A, T>{batch(lambda)});
     // λ·m < 2^(eλ + em) and >= 2^(eλ + em - 2): c = 2^(P - eλ - em) gives c·λ·m in
@@ -268,7 +275,7 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> softplus_ratio(xsimd::batch<T, A> const& u
   using batch = xsimd::batch<T, A>;
   const batch one(T(1));
   const batch e = primitives::exp_nonpositive(-xsimd::abs(u));
-  const batch l = primitives::log1p_nonnegative<A>(e);
+  const batch l = primitives::log1p_unit<A>(e);
   const batch h =
       xsimd::select(u > batch(T(0)), u + l, xsimd::select(e < batch(softplus_tiny<T>), one, l / e));
   return one / ((one + e) * h);
