@@ -9,6 +9,7 @@
 #include <smax/reference/sigmoid.hpp>
 #include <smax/reference/softmax.hpp>
 #include <smax/reference/softpick.hpp>
+#include <smax/reference/softplus_l1.hpp>
 #include <smax/reference/sparsemax.hpp>
 #include <smax/reference/ssmax.hpp>
 #include <smax/reference/stablemax.hpp>
@@ -152,6 +153,19 @@ std::vector<family<T>> families() {
        [=](const T* x, T* y, std::size_t n) { smax::runtime::multimax(x, y, n, mm); }},
       {"runtime::ssmax", kind::normalising,
        [](const T* x, T* y, std::size_t n) { smax::runtime::ssmax(x, y, n); }},
+      {"softplus_l1", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::softplus_l1(x, y, n, {64.0}); }},
+      {"softplus_l1 n_keys base 1.01", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::softplus_l1(x, y, n, {1.01, 1000});
+       }},
+      {"softplus_l1 zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::softplus_l1(x, y, n, smax::softplus_l1_options{64.0, 0, true});
+       },
+       true},
+      {"runtime::softplus_l1", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::softplus_l1(x, y, n, {64.0}); }},
       {"runtime::sigmoid", kind::sigmoid,
        [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid(x, y, n); }},
   };
@@ -230,6 +244,7 @@ template <class T>
 std::vector<long double> reference_of(std::string name, const T* x, std::size_t n) {
   namespace ref = smax::reference;
   if (name.rfind("runtime::", 0) == 0) name = name.substr(9);
+  const bool n_keys = name.find("n_keys") != std::string::npos;
   name = name.substr(0, name.find(' '));
   if (name == "softmax" || name == "online") return ref::softmax(x, n, false);
   if (name == "log_softmax") return ref::softmax(x, n, true);
@@ -241,6 +256,10 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
   if (name == "ssmax") return ref::ssmax(x, n, 0.43L * std::log(static_cast<long double>(n)));
   if (name == "stablemax") return ref::stablemax(x, n, false);
   if (name == "log_stablemax") return ref::stablemax(x, n, true);
+  if (name == "softplus_l1")
+    return ref::softplus_l1(x, n,
+                            n_keys ? std::log(1000.0L) / std::log(static_cast<long double>(1.01))
+                                   : std::log(static_cast<long double>(n)) / std::log(64.0L));
   std::vector<long double> y(n);
   for (std::size_t i = 0; i < n; ++i) y[i] = ref::sigmoid(x[i]);
   return y;

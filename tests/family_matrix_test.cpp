@@ -56,6 +56,17 @@ using row_matrix = std::conditional_t<sizeof(T) == 4, row_matrix_f, row_matrix_d
 template <class T>
 using strided = Eigen::Map<row_matrix<T>, 0, Eigen::OuterStride<>>;
 
+// The options a generic call uses: {} unless the family description gives sample_options() (a
+// family with a required parameter, which {} leaves unset).
+template <class Family, class = void>
+struct sample_options {
+  static typename Family::options get() { return {}; }
+};
+template <class Family>
+struct sample_options<Family, std::void_t<decltype(Family::sample_options())>> {
+  static typename Family::options get() { return Family::sample_options(); }
+};
+
 // The forms of one family as generic lambdas (Forms holds them), checked on element type T.
 template <class Family, class T, class Forms>
 void check_family(Forms const& f) {
@@ -63,7 +74,7 @@ void check_family(Forms const& f) {
   using chosen = smax::runtime::dispatch::chosen;
   using shape = smax::api::backward_shape;
   constexpr bool reads_x = Family::backward_form != shape::from_output;
-  const typename Family::options opts{};
+  const typename Family::options opts = sample_options<Family>::get();
   const auto x = random_matrix<T>(1), dy = random_matrix<T>(2);
   const std::vector<T> fill(rows * ld, T(-7));
 
@@ -223,7 +234,7 @@ void check_zero_masked_rows(const char* name) {
     auto x = random_matrix<T>(4);
     for (std::size_t c = 0; c < ld; ++c) x[1 * ld + c] = -inf;  // row 1: all masked
     x[2 * ld + 3] = -inf;                                       // row 2: one masked entry
-    typename Family::options plain{}, zeroed{};
+    typename Family::options plain = sample_options<Family>::get(), zeroed = plain;
     zeroed.zero_masked_rows = true;
     std::vector<T> y(rows * ld, T(-7)), want(rows * ld, T(-7));
     smax::api::forward<Family, Dispatch>(x.data(), ld, y.data(), ld, rows, cols, zeroed);

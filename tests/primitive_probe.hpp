@@ -49,6 +49,9 @@ struct primitive_probe {
   static void log_normal(const double* x, double* y, std::size_t n) noexcept;
   static void log1p_nonnegative(const float* x, float* y, std::size_t n) noexcept;
   static void log1p_nonnegative(const double* x, double* y, std::size_t n) noexcept;
+  // y = log1p(x) for x in [0, 1] (softplus + l1's polynomial log1p).
+  static void log1p_unit(const float* x, float* y, std::size_t n) noexcept;
+  static void log1p_unit(const double* x, double* y, std::size_t n) noexcept;
 };
 
 namespace probe_detail {
@@ -99,12 +102,21 @@ inline void expm1(const T* x, T* y, std::size_t n) noexcept {
 template <class A, class T>
 inline void log_normal(const T* x, T* y, std::size_t n) noexcept {
   using batch = xsimd::batch<T, A>;
-  smax::primitives::map<A>(x, y, n, [](batch const& v) { return smax::primitives::log_normal<A>(v); });
+  smax::primitives::map<A>(x, y, n,
+                           [](batch const& v) { return smax::primitives::log_normal<A>(v); });
 }
 template <class A, class T>
 inline void log1p_nonnegative(const T* x, T* y, std::size_t n) noexcept {
   using batch = xsimd::batch<T, A>;
-  smax::primitives::map<A>(x, y, n, [](batch const& v) { return smax::primitives::log1p_nonnegative<A>(v); });
+  smax::primitives::map<A>(
+      x, y, n, [](batch const& v) { return smax::primitives::log1p_nonnegative<A>(v); });
+}
+
+template <class A, class T>
+inline void log1p_unit(const T* x, T* y, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  smax::primitives::map<A>(x, y, n,
+                           [](batch const& v) { return smax::primitives::log1p_unit<A>(v); });
 }
 
 }  // namespace probe_detail
@@ -165,6 +177,15 @@ void primitive_probe<A>::log1p_nonnegative(const float* x, float* y, std::size_t
 template <class A>
 void primitive_probe<A>::log1p_nonnegative(const double* x, double* y, std::size_t n) noexcept {
   probe_detail::log1p_nonnegative<A>(x, y, n);
+}
+
+template <class A>
+void primitive_probe<A>::log1p_unit(const float* x, float* y, std::size_t n) noexcept {
+  probe_detail::log1p_unit<A>(x, y, n);
+}
+template <class A>
+void primitive_probe<A>::log1p_unit(const double* x, double* y, std::size_t n) noexcept {
+  probe_detail::log1p_unit<A>(x, y, n);
 }
 
 // The probe of a test configuration C (test_support.hpp's config<A, T>).

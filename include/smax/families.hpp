@@ -16,6 +16,7 @@
 #include "sigmoid.hpp"
 #include "softmax.hpp"
 #include "softpick.hpp"
+#include "softplus_l1.hpp"
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "stablemax.hpp"
@@ -33,7 +34,8 @@
   X(sigmoid_attention, SMAX_NO_EXTRA_FORMS) \
   X(stablemax, SMAX_NO_EXTRA_FORMS)         \
   X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
-  X(sa_softmax, SMAX_NO_EXTRA_FORMS)
+  X(sa_softmax, SMAX_NO_EXTRA_FORMS)        \
+  X(softplus_l1, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -43,4 +45,5 @@
   X(sparsemax_table)          \
   X(sigmoid_table)            \
   X(stablemax_table)          \
-  X(sa_softmax_table)
+  X(sa_softmax_table)         \
+  X(softplus_l1_table)
