@@ -56,6 +56,21 @@ using row_matrix = std::conditional_t<sizeof(T) == 4, row_matrix_f, row_matrix_d
 template <class T>
 using strided = Eigen::Map<row_matrix<T>, 0, Eigen::OuterStride<>>;
 
+// The options the matrix passes: value-initialised, or the family's example_options() where its
+// options have required parameters without defaults (unified-max softmax's φ, a, b).
+template <class Family, class = void>
+struct has_example_options : std::false_type {};
+template <class Family>
+struct has_example_options<Family, std::void_t<decltype(Family::example_options())>>
+    : std::true_type {};
+template <class Family>
+typename Family::options matrix_options() {
+  if constexpr (has_example_options<Family>::value)
+    return Family::example_options();
+  else
+    return {};
+}
+
 // The forms of one family as generic lambdas (Forms holds them), checked on element type T.
 template <class Family, class T, class Forms>
 void check_family(Forms const& f) {
@@ -63,7 +78,7 @@ void check_family(Forms const& f) {
   using chosen = smax::runtime::dispatch::chosen;
   using shape = smax::api::backward_shape;
   constexpr bool reads_x = Family::backward_form != shape::from_output;
-  const typename Family::options opts{};
+  const typename Family::options opts = matrix_options<Family>();
   const auto x = random_matrix<T>(1), dy = random_matrix<T>(2);
   const std::vector<T> fill(rows * ld, T(-7));
 
@@ -223,7 +238,7 @@ void check_zero_masked_rows(const char* name) {
     auto x = random_matrix<T>(4);
     for (std::size_t c = 0; c < ld; ++c) x[1 * ld + c] = -inf;  // row 1: all masked
     x[2 * ld + 3] = -inf;                                       // row 2: one masked entry
-    typename Family::options plain{}, zeroed{};
+    typename Family::options plain = matrix_options<Family>(), zeroed = plain;
     zeroed.zero_masked_rows = true;
     std::vector<T> y(rows * ld, T(-7)), want(rows * ld, T(-7));
     smax::api::forward<Family, Dispatch>(x.data(), ld, y.data(), ld, rows, cols, zeroed);

@@ -18,6 +18,7 @@
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "stablemax.hpp"
+#include "unified_max.hpp"
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
 
@@ -31,7 +32,8 @@
   X(sigmoid, SMAX_NO_EXTRA_FORMS)           \
   X(sigmoid_attention, SMAX_NO_EXTRA_FORMS) \
   X(stablemax, SMAX_NO_EXTRA_FORMS)         \
-  X(log_stablemax, SMAX_NO_EXTRA_FORMS)
+  X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
+  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -40,4 +42,5 @@
   X(softpick_table)           \
   X(sparsemax_table)          \
   X(sigmoid_table)            \
-  X(stablemax_table)
+  X(stablemax_table)          \
+  X(unified_max_table)
