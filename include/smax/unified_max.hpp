@@ -21,7 +21,7 @@
 //                  (tests/unified_max_test.cpp, against a long-double reference).
 //   Valid range:   x is in range when φ + a <= x <= φ + b, the two sums rounded to double (and
 //                  then inward to T). The fast path holds for every in-range row when
-//                  -86 <= a < b <= 85.5 (float, any n) or -707 <= a < b <= 705 - ln n
+//                  -86 <= a < b <= 84 (float, any n) or -707 <= a < b <= 705 - ln n
 //                  (double): every term e^(x - σ) is then a normal number and the sum is
 //                  finite, so those rows never fall back. Wider (a, b) are allowed: a call
 //                  whose in-range terms could underflow or overflow (x - σ outside
