@@ -204,15 +204,23 @@ inline void for_rows(F&& f, Out& out, In const&... in) noexcept {
 }
 
 // Every family's Eigen forms go through these two, on the header-only kernels.
+// A family with a per-row report (api/entry.hpp) returns the number of rows reported (0 on a
+// shape mismatch).
 template <class Family, class X, class Y>
-inline void forward(X const& x, Y& y, typename Family::options const& opts,
-                    api::algorithm_choice algorithm) noexcept {
+inline api::rows_result_t<Family> forward(X const& x, Y& y, typename Family::options const& opts,
+                                          api::algorithm_choice algorithm) noexcept {
+  [[maybe_unused]] std::size_t reported = 0;
   for_rows(
       [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,
           std::size_t ldx) {
-        api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
+        if constexpr (Family::reports_rows)
+          reported =
+              api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
+        else
+          api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
       },
       y, x);
+  if constexpr (Family::reports_rows) return reported;
 }
 
 // Inputs: (y, dy) or (x, y, dy) as the family's backward_form says. grads, if not null, is set:
@@ -242,6 +250,7 @@ inline void backward(DX& dx, typename Family::options const& opts, typename Fami
 // Every family's forms over the rows of Eigen objects, stamped from the list in families.hpp:
 //
 //   name(x, y [, opts])                   name(algorithm, x, y [, opts])   (softmax, log_softmax)
+//     (a family with a per-row report returns the number of rows reported: api/entry.hpp)
 //   name_backward(y, dy, dx [, opts])     (the families whose backward pass reads only y)
 //   name_backward(x, y, dy, dx [, opts])  (softpick)
 //   name_backward(x, y, dy, dx [, opts [, grads]])   (MultiMax, SSMax: grads summed over rows)
@@ -253,17 +262,17 @@ inline void backward(DX& dx, typename Family::options const& opts, typename Fami
 // not partially overlap one.
 #define SMAX_DETAIL_EIGEN_FORMS(name, extra_forms)                                            \
   template <class X, class Y, class F_ = api::name##_family, eigen_detail::if_dense_t<Y> = 0> \
-  inline void name(Eigen::DenseBase<X> const& x, Y&& y,                                       \
-                   typename F_::options const& opts = {}) noexcept {                          \
-    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_choice::automatic);        \
+  inline api::rows_result_t<F_> name(Eigen::DenseBase<X> const& x, Y&& y,                     \
+                                     typename F_::options const& opts = {}) noexcept {        \
+    return eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_choice::automatic); \
   }                                                                                           \
   template <class Algorithm, class X, class Y, class F_ = api::name##_family,                 \
             eigen_detail::if_dense_t<Y> = 0, api::if_algorithms_t<F_> = 0>                    \
   inline auto name(                                                                           \
       Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,                               \
       typename F_::options const& opts = {}) noexcept->decltype(api::algorithm_of(algorithm), \
-                                                                void()) {                     \
-    eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_of(algorithm));            \
+                                                                api::rows_result_t<F_>()) {   \
+    return eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_of(algorithm));     \
   }                                                                                           \
   template <class Y, class DY, class DX, class F_ = api::name##_family,                       \
             eigen_detail::if_dense_t<DX> = 0,                                                 \

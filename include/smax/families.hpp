@@ -20,6 +20,7 @@
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "stablemax.hpp"
+#include "unified_max.hpp"
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
 
@@ -35,7 +36,8 @@
   X(stablemax, SMAX_NO_EXTRA_FORMS)         \
   X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
   X(sa_softmax, SMAX_NO_EXTRA_FORMS)        \
-  X(softplus_l1, SMAX_NO_EXTRA_FORMS)
+  X(softplus_l1, SMAX_NO_EXTRA_FORMS)        \
+  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -46,4 +48,5 @@
   X(sigmoid_table)            \
   X(stablemax_table)          \
   X(sa_softmax_table)         \
-  X(softplus_l1_table)
+  X(softplus_l1_table)        \
+  X(unified_max_table)

@@ -10,6 +10,7 @@
 //     static constexpr bool has_algorithms = false;   // softmax's tags (three_pass, ...)
 //     static constexpr bool masks_rows = true;        // zero_masked_rows handled by this layer
 //     static constexpr double masked_row = 0.0;       // ... and the value it writes there
+//     static constexpr bool reports_rows = false;     // forward returns a per-row report (below)
 //     static void check(options const&) noexcept;     // preconditions (asserts)
 //     template <class A, class T> static void forward(A, x, ldx, y, ldy, rows, cols, opts, algorithm);
 //     template <class A, class T> static void backward(A, x, ldx, y, ldy, dy, lddy, dx, lddx,
@@ -21,6 +22,11 @@
 // dispatch compiles in that instruction set's translation unit. (A computation here would be
 // compiled with the caller's flags, and the runtime form would give other bits than the
 // header-only form of the same instruction set.)
+//
+// A family whose forward reports something per row (reports_rows: unified-max softmax's
+// fallback) has its Family::forward return the number of rows it reported for (std::size_t);
+// api::forward and the rows forms return that count, the single-row forms whether the row was
+// reported (bool). The other families' forms return void.
 //
 // api::forward / api::backward below check the arguments once for every family and every form;
 // SMAX_FAMILY(name, family, dispatch) stamps the pointer forms (name, name_rows, name_backward,
@@ -75,9 +81,17 @@ struct family_defaults {
   static constexpr bool has_algorithms = false;
   static constexpr bool masks_rows = false;
   static constexpr double masked_row = 0.0;
+  static constexpr bool reports_rows = false;
   template <class Options>
   static void check(Options const&) noexcept {}
 };
+
+// What the forms of a family return: the rows forms (and api::forward) the number of rows
+// reported, the single-row forms whether that row was; void for the families without a report.
+template <class Family>
+using rows_result_t = std::conditional_t<Family::reports_rows, std::size_t, void>;
+template <class Family>
+using row_result_t = std::conditional_t<Family::reports_rows, bool, void>;
 
 // The header-only dispatcher: the kernels of the best instruction set the including translation
 // unit's flags enable.
@@ -111,35 +125,42 @@ inline void split_masked_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy
 
 // zero_masked_rows for the families whose kernels have no such mode: out of line, so that the
 // ordinary call inlines nothing of it.
+// All-masked rows are never reported.
 template <class Family, class Dispatch, class T>
-[[gnu::noinline]] void forward_zero_masked_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                                std::size_t rows, std::size_t cols,
-                                                typename Family::options const& opts,
-                                                algorithm_choice algorithm) noexcept {
+[[gnu::noinline]] rows_result_t<Family> forward_zero_masked_rows(
+    const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows, std::size_t cols,
+    typename Family::options const& opts, algorithm_choice algorithm) noexcept {
   const T fill = static_cast<T>(Family::masked_row);
+  [[maybe_unused]] std::size_t reported = 0;
   split_masked_rows(x, ldx, y, ldy, rows, cols, fill, [&](std::size_t first, std::size_t count) {
     Dispatch::visit([&](auto a) {
-      Family::forward(a, x + first * ldx, ldx, y + first * ldy, ldy, count, cols, opts, algorithm);
+      if constexpr (Family::reports_rows)
+        reported += Family::forward(a, x + first * ldx, ldx, y + first * ldy, ldy, count, cols,
+                                    opts, algorithm);
+      else
+        Family::forward(a, x + first * ldx, ldx, y + first * ldy, ldy, count, cols, opts,
+                        algorithm);
     });
   });
+  if constexpr (Family::reports_rows) return reported;
 }
 
 template <class Family, class Dispatch, class T>
-SMAX_ALWAYS_INLINE void forward(const T* x, std::size_t ldx, T* y, std::size_t ldy,
-                                std::size_t rows, std::size_t cols,
-                                typename Family::options const& opts,
-                                algorithm_choice algorithm = algorithm_choice::automatic) noexcept {
+SMAX_ALWAYS_INLINE rows_result_t<Family> forward(
+    const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows, std::size_t cols,
+    typename Family::options const& opts,
+    algorithm_choice algorithm = algorithm_choice::automatic) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
   SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
   Family::check(opts);
-  if (rows == 0 || cols == 0) return;
+  if (rows == 0 || cols == 0) return rows_result_t<Family>();
   if constexpr (Family::masks_rows) {
     if (opts.zero_masked_rows)
       return forward_zero_masked_rows<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts,
                                                         algorithm);
   }
-  Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
-    Family::forward(a, x, ldx, y, ldy, rows, cols, opts, algorithm);
+  return Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
+    return Family::forward(a, x, ldx, y, ldy, rows, cols, opts, algorithm);
   });
 }
 
@@ -191,18 +212,20 @@ SMAX_END_NAMESPACE
 
 // The span forms (C++20): x.size() == y.size() is a precondition.
 #if defined(SMAX_HAS_SPAN)
-#define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                          \
-  inline void name(std::span<const float> x, std::span<float> y,                                \
-                   typename Family::options const& opts = {}) noexcept {                        \
-    SMAX_ASSERT(x.size() == y.size());                                                          \
-    ::smax::api::forward<Family, Dispatch>(x.data(), x.size(), y.data(), x.size(), 1, x.size(), \
-                                           opts);                                               \
-  }                                                                                             \
-  inline void name(std::span<const double> x, std::span<double> y,                              \
-                   typename Family::options const& opts = {}) noexcept {                        \
-    SMAX_ASSERT(x.size() == y.size());                                                          \
-    ::smax::api::forward<Family, Dispatch>(x.data(), x.size(), y.data(), x.size(), 1, x.size(), \
-                                           opts);                                               \
+#define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                            \
+  inline ::smax::api::row_result_t<Family> name(                                                  \
+      std::span<const float> x, std::span<float> y,                                               \
+      typename Family::options const& opts = {}) noexcept {                                       \
+    SMAX_ASSERT(x.size() == y.size());                                                            \
+    return static_cast<::smax::api::row_result_t<Family>>(::smax::api::forward<Family, Dispatch>( \
+        x.data(), x.size(), y.data(), x.size(), 1, x.size(), opts));                              \
+  }                                                                                               \
+  inline ::smax::api::row_result_t<Family> name(                                                  \
+      std::span<const double> x, std::span<double> y,                                             \
+      typename Family::options const& opts = {}) noexcept {                                       \
+    SMAX_ASSERT(x.size() == y.size());                                                            \
+    return static_cast<::smax::api::row_result_t<Family>>(::smax::api::forward<Family, Dispatch>( \
+        x.data(), x.size(), y.data(), x.size(), 1, x.size(), opts));                              \
   }
 #else
 #define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)
@@ -220,31 +243,33 @@ SMAX_END_NAMESPACE
 // so that the condition depends on the call).
 #define SMAX_FAMILY(name, Family, Dispatch)                                                        \
   template <class T, ::smax::detail::if_real_t<T> = 0>                                             \
-  inline void name(const T* x, T* y, std::size_t n,                                                \
-                   typename Family::options const& opts = {}) noexcept {                           \
-    ::smax::api::forward<Family, Dispatch>(x, n, y, n, 1, n, opts);                                \
+  inline ::smax::api::row_result_t<Family> name(                                                   \
+      const T* x, T* y, std::size_t n, typename Family::options const& opts = {}) noexcept {       \
+    return static_cast<::smax::api::row_result_t<Family>>(                                         \
+        ::smax::api::forward<Family, Dispatch>(x, n, y, n, 1, n, opts));                           \
   }                                                                                                \
   template <class T, ::smax::detail::if_real_t<T> = 0>                                             \
-  inline void name##_rows(const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,    \
-                          typename Family::options const& opts = {}) noexcept {                    \
-    ::smax::api::forward<Family, Dispatch>(x, ld, y, ld, rows, cols, opts);                        \
+  inline ::smax::api::rows_result_t<Family> name##_rows(                                           \
+      const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,                        \
+      typename Family::options const& opts = {}) noexcept {                                        \
+    return ::smax::api::forward<Family, Dispatch>(x, ld, y, ld, rows, cols, opts);                 \
   }                                                                                                \
   template <class Algorithm, class T, class F_ = Family, ::smax::api::if_algorithms_t<F_> = 0,     \
             ::smax::detail::if_real_t<T> = 0>                                                      \
   inline auto name(Algorithm algorithm, const T* x, T* y, std::size_t n,                           \
                    typename F_::options const& opts = {}) noexcept                                 \
-      ->decltype(::smax::api::algorithm_of(algorithm), void()) {                                   \
-    ::smax::api::forward<F_, Dispatch>(x, n, y, n, 1, n, opts,                                     \
-                                       ::smax::api::algorithm_of(algorithm));                      \
+      ->decltype(::smax::api::algorithm_of(algorithm), ::smax::api::row_result_t<F_>()) {          \
+    return static_cast<::smax::api::row_result_t<F_>>(::smax::api::forward<F_, Dispatch>(          \
+        x, n, y, n, 1, n, opts, ::smax::api::algorithm_of(algorithm)));                            \
   }                                                                                                \
   template <class Algorithm, class T, class F_ = Family, ::smax::api::if_algorithms_t<F_> = 0,     \
             ::smax::detail::if_real_t<T> = 0>                                                      \
   inline auto name##_rows(Algorithm algorithm, const T* x, T* y, std::size_t rows,                 \
                           std::size_t cols, std::size_t ld,                                        \
                           typename F_::options const& opts = {}) noexcept                          \
-      ->decltype(::smax::api::algorithm_of(algorithm), void()) {                                   \
-    ::smax::api::forward<F_, Dispatch>(x, ld, y, ld, rows, cols, opts,                             \
-                                       ::smax::api::algorithm_of(algorithm));                      \
+      ->decltype(::smax::api::algorithm_of(algorithm), ::smax::api::rows_result_t<F_>()) {         \
+    return ::smax::api::forward<F_, Dispatch>(x, ld, y, ld, rows, cols, opts,                      \
+                                              ::smax::api::algorithm_of(algorithm));               \
   }                                                                                                \
   template <class T, class F_ = Family,                                                            \
             ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_output> = 0,          \
