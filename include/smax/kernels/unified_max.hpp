@@ -15,6 +15,7 @@
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
+#include "../primitives/register_row.hpp"
 #include "../primitives/special.hpp"
 #include "softmax.hpp"
 
@@ -102,8 +103,9 @@ inline call_plan<A, T> plan(double phi, double a, double b) noexcept {
   p.hi = round_down<A, T>(hi);
   constexpr double big = static_cast<double>(std::numeric_limits<T>::max());
   if (!(static_cast<double>(p.lo) > -big && static_cast<double>(p.hi) < big)) return p;
-  const double reach = __builtin_fmax(__builtin_fabs(static_cast<double>(p.lo)),
-                                      __builtin_fabs(static_cast<double>(p.hi)));
+  const double lo_reach = __builtin_fabs(static_cast<double>(p.lo)),
+               hi_reach = __builtin_fabs(static_cast<double>(p.hi));
+  const double reach = lo_reach > hi_reach ? lo_reach : hi_reach;  // not fmax: a libm call
   double shift;
   if (reach < primitives::power_of_two_shift_limit<A, T>()) {
     p.how = path::shifted;
@@ -215,6 +217,46 @@ SMAX_FLATTEN inline double exp_sum_range(const T* x, T* y, std::size_t n, T fill
   return total + smax::detail::horizontal_sum(s);
 }
 
+// A row of at most four registers (register_row<A, T, Count>): the same sweep with the row held
+// in registers from its load to its store, as softmax's short rows are. The fill lanes are -inf
+// (a term of 0); the range is checked lane by lane (an entry above hi, or below lo and not a
+// mask), without the horizontal minimum and maximum of the long rows.
+template <class A, class T, std::size_t Count, class E>
+inline bool short_row(const T* x, T* y, std::size_t n, call_plan<A, T> const& p,
+                      E const& e) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const T inf = std::numeric_limits<T>::infinity();
+  primitives::register_row<A, T, Count> r(x, n, -inf);
+  const batch neg_inf(-inf), lo(p.lo), hi(p.hi);
+  auto out = (r.v[0] > hi) | ((r.v[0] < lo) & (r.v[0] != neg_inf));
+  primitives::unroll<Count - 1>([&](auto j) SMAX_INLINE_LAMBDA {
+    out = out | (r.v[j + 1] > hi) | ((r.v[j + 1] < lo) & (r.v[j + 1] != neg_inf));
+  });
+  const double sum = smax::detail::horizontal_sum(r.transform_sum(e));
+  // NaN (also +inf, which exponentiates to NaN or inf) makes the sum NaN or too large.
+  if (xsimd::any(out) || !(sum <= std::numeric_limits<double>::max())) {
+    softmax_table<A>::forward(x, n, y, n, 1, n, T(1), 0u, algorithm_id::automatic);
+    return true;
+  }
+  if (sum == 0.0) {  // every entry masked (an in-range term is a normal number)
+    fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+    return false;
+  }
+  if (n == 1) {
+    y[0] = T(1);
+    return false;
+  }
+  if (sum > limits<T>::large_sum) {
+    const primitives::normalizer<A, T> normalize(0x1p64, sum);
+    const batch down(T(0x1p-64));
+    r.transform([&](batch const& v) SMAX_INLINE_LAMBDA { return normalize(v * down); });
+  } else {  // one product an element, as softmax's short rows (within the same bound)
+    r.transform(primitives::short_normalizer<A, T, false>(sum));
+  }
+  r.store(y);
+  return false;
+}
+
 // One row on the fast path; returns true when it fell back (softmax's kernels wrote y).
 template <class A, class T, class E>
 inline bool row(const T* x, T* y, std::size_t n, call_plan<A, T> const& p, E const& e) noexcept {
@@ -260,6 +302,18 @@ inline bool row(const T* x, T* y, std::size_t n, call_plan<A, T> const& p, E con
   return false;
 }
 
+// Rows longer than four registers, out of line: their frame (the flush guard, the sweeps) stays
+// off the short rows' path.
+template <class A, class T, class E>
+__attribute__((noinline)) std::size_t long_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                                std::size_t rows, std::size_t cols,
+                                                call_plan<A, T> const& p, E const& e) noexcept {
+  [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
+  std::size_t fell_back = 0;
+  for (std::size_t r = 0; r < rows; ++r) fell_back += row<A>(x + r * ldx, y + r * ldy, cols, p, e);
+  return fell_back;
+}
+
 template <class A, class T>
 inline std::size_t forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                 std::size_t rows, std::size_t cols, double phi, double a,
@@ -274,22 +328,27 @@ inline std::size_t forward_rows(const T* x, std::size_t ldx, T* y, std::size_t l
     softmax_table<A>::forward(x, ldx, y, ldy, rows, cols, T(1), 0u, algorithm_id::automatic);
     return rows;
   }
-  [[maybe_unused]] const flush_subnormal_results<A> ftz(rows * cols);
-  std::size_t fell_back = 0;
-  const auto each_row = [&](auto const& e) {
-    for (std::size_t r = 0; r < rows; ++r)
-      fell_back += row<A>(x + r * ldx, y + r * ldy, cols, p, e);
+  const auto each_row = [&](auto const& e) -> std::size_t {
+#if !SMAX_FINITE_MATH_ONLY  // (the -inf compares of short_row could be folded there)
+    if (cols <= primitives::max_row_registers * xsimd::batch<T, A>::size) {
+      std::size_t fell_back = 0;
+      primitives::with_register_count<A, T>(cols, [&](auto count) SMAX_INLINE_LAMBDA {
+        for (std::size_t r = 0; r < rows; ++r)
+          fell_back += short_row<A, T, decltype(count)::value>(x + r * ldx, y + r * ldy, cols, p, e);
+      });
+      return fell_back;
+    }
+#endif
+    return long_rows<A>(x, ldx, y, ldy, rows, cols, p, e);
   };
   if (p.how == path::shifted) {
     primitives::shift_row<T, A> s;
     s.s_log2e = xsimd::batch<T, A>(primitives::exp_constants<T>::log2e);
     s.neg_j = xsimd::batch<T, A>(static_cast<T>(-p.j));
-    each_row([&](xsimd::batch<T, A> const& v)
-                 SMAX_INLINE_LAMBDA { return primitives::exp_shifted<false, true>(v, s); });
-  } else {
-    each_row(exp_minus_constant<A, T>{xsimd::batch<T, A>(-p.c)});
+    return each_row([&](xsimd::batch<T, A> const& v)
+                        SMAX_INLINE_LAMBDA { return primitives::exp_shifted<false, true>(v, s); });
   }
-  return fell_back;
+  return each_row(exp_minus_constant<A, T>{xsimd::batch<T, A>(-p.c)});
 }
 
 }  // namespace unified_max_detail
