@@ -127,6 +127,15 @@ SMAX_ALWAYS_INLINE void drive_rows(const T* x, std::size_t ldx, T* y, std::size_
                                    std::size_t rows, std::size_t cols,
                                    Policy const& policy) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
+  if constexpr (Policy::register_kernels) {
+    // One short row: below the flush guard's threshold (flush_min_elements), so without it.
+    static_assert(4 * width < flush_min_elements, "a short row is never flushed");
+    if (rows == 1 && cols <= 4 * width && policy.in_registers()) {
+      if (cols <= width)
+        return policy.template row_in_registers<smax::detail::short_row_arch<A>>(x, y, cols);
+      return policy.template row_in_registers<A>(x, y, cols);
+    }
+  }
   std::size_t flush_elements = 0;
   if constexpr (Policy::flush_subnormals) flush_elements = policy.flush_elements(rows * cols);
   [[maybe_unused]] const flush_guard<A, Policy::flush_subnormals> ftz(flush_elements);

@@ -173,6 +173,8 @@ template <class A, class T>
 SMAX_ALWAYS_INLINE void forward_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                      std::size_t rows, std::size_t cols, T temperature,
                                      unsigned flags, algorithm_id algorithm) noexcept {
+  if (temperature == T(1))  // the common call: no division and no range checks on its path
+    return forward_rows_scaled<A>(x, ldx, y, ldy, rows, cols, T(1), false, flags, algorithm);
   const T inv_temperature = T(1) / temperature;
   if (!valid_temperature<A>(temperature) || !(inv_temperature > T(0))) {
     for (std::size_t r = 0; r < rows; ++r)
