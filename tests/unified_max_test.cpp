@@ -147,6 +147,37 @@ TYPED_TEST(unified_max_test, special_rows) {
   EXPECT_EQ(one_y, T(1));
 }
 
+// Masked entries and all-masked rows are never reported, on every path (fuzz findings): rows of
+// a call whose range is beyond the fast path (φ = 1e300: every row goes to softmax), and masks on
+// the difference path (φ = 2^66: |x| >= 2^20, where -inf - φ once gave a NaN term).
+TYPED_TEST(unified_max_test, masks_never_reported_on_any_path) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T inf = infinity<T>;
+  for (std::size_t n : {std::size_t(3), std::size_t(37), std::size_t(300)}) {
+    std::vector<T> x(3 * n, T(1));
+    for (std::size_t c = 0; c < n; ++c) x[n + c] = -inf;  // row 1: all masked
+    x[2 * n + n / 2] = -inf;                              // row 2: one mask
+    for (bool in_place : {false, true}) {
+      std::vector<T> y = x;
+      const T* in = in_place ? y.data() : x.data();
+      EXPECT_EQ(run<TypeParam>(in, y.data(), 3, n, n, params{1e300, -1.0, 5.0}), 2u) << n;
+    }
+    // φ = 2^66 (exact in both types) on rows of φ: the difference path, in range.
+    const T phi = T(0x1p66);
+    std::vector<T> z(3 * n, phi);
+    for (std::size_t c = 0; c < n; ++c) z[n + c] = -inf;
+    z[2 * n + n / 2] = -inf;
+    z[n / 3] = -inf;
+    std::vector<T> y(3 * n, T(-7));
+    EXPECT_EQ(run<TypeParam>(z.data(), y.data(), 3, n, n, params{0x1p66, -80.0, 80.0}), 0u) << n;
+    for (std::size_t r : {std::size_t(0), std::size_t(2)}) {
+      std::vector<T> row(z.begin() + r * n, z.begin() + (r + 1) * n);
+      EXPECT_TRUE((matches_unified_reference<TypeParam>(row, params{0x1p66, -80.0, 80.0})));
+    }
+  }
+}
+
 // The bound block's valid range: every in-range row takes the fast path (no fallback) and meets
 // softmax's bound for -86 <= a < b <= 84 (float), -707 <= a < b <= 705 - ln n (double), with
 // rows touching both ends and rows of only the top or bottom value (the largest and smallest

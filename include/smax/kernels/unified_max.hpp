@@ -135,7 +135,9 @@ struct exp_minus_constant {
     const batch neg_c_part = d - x;
     const batch x_part = d - neg_c_part;
     const batch err = (x - x_part) + (neg_c - neg_c_part);
-    return primitives::exp_nonpositive<true>(d, err);
+    // A masked x (-inf) gives d = -inf and err = NaN (-inf - -inf): its term is 0, not NaN.
+    const batch neg_inf(-std::numeric_limits<T>::infinity());
+    return primitives::exp_nonpositive<true>(d, xsimd::select(d == neg_inf, batch(T(0)), err));
   }
 };
 
@@ -325,8 +327,17 @@ inline std::size_t forward_rows(const T* x, std::size_t ldx, T* y, std::size_t l
     return 0;
   }
   if (p.how == path::softmax_only) {  // no x can be in range, or the range is beyond the fast path
+    // Every row falls back but the all-masked ones, which are not reported (counted before
+    // softmax, which may overwrite x in place).
+    std::size_t fell_back = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* row_x = x + r * ldx;
+      std::size_t i = 0;
+      while (i < cols && primitives::is_neg_inf(row_x[i])) ++i;
+      fell_back += i < cols;
+    }
     softmax_table<A>::forward(x, ldx, y, ldy, rows, cols, T(1), 0u, algorithm_id::automatic);
-    return rows;
+    return fell_back;
   }
   const auto each_row = [&](auto const& e) -> std::size_t {
 #if !SMAX_FINITE_MATH_ONLY  // (the -inf compares of short_row could be folded there)
