@@ -145,6 +145,25 @@ TYPED_TEST(sa_softmax_test, extreme_values_masks_and_special_rows) {
     }
 }
 
+// A subnormal extreme in a call long enough for the flush-to-zero guard (fuzz findings): the
+// float row [-inf, -denorm ×2478, -0, -denorm ×553] (a = -denorm, c = 0: the -0 entry has weight
+// 1) and the double row [-denorm ×2, 0, -denorm ×2585, DBL_MIN ×725] (a subnormal, c normal) gave
+// zero rows or zero outputs.
+TYPED_TEST(sa_softmax_test, subnormal_extremes_in_long_rows) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const T tiny = std::numeric_limits<T>::denorm_min();
+  std::vector<T> first{-infinity<T>};
+  first.insert(first.end(), 2478, -tiny);
+  first.push_back(-T(0));
+  first.insert(first.end(), 553, -tiny);
+  std::vector<T> second(2, -tiny);
+  second.push_back(T(0));
+  second.insert(second.end(), 2585, -tiny);
+  second.insert(second.end(), 725, std::numeric_limits<T>::min());
+  for (auto const& x : {first, second}) EXPECT_TRUE((matches_sa_reference<TypeParam>(x, true)));
+}
+
 template <class T>
 bool same_bits_or_both_nan(T a, T b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
