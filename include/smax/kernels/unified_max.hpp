@@ -219,6 +219,30 @@ SMAX_FLATTEN inline double exp_sum_range(const T* x, T* y, std::size_t n, T fill
   return total + smax::detail::horizontal_sum(s);
 }
 
+// What the fast path does not normalise, after a row's first sweep: a row out of range (or NaN,
+// +inf, a sum that overflowed) is recomputed by softmax's kernels; an all-masked row (sum 0: an
+// in-range term is a normal number) gives NaN; n = 1 gives [1]. Returns true when y is written,
+// with fell_back set.
+template <class A, class T>
+inline bool finish_without_normalizing(const T* x, T* y, std::size_t n, bool out_of_range,
+                                       double sum, bool& fell_back) noexcept {
+  // NaN (also +inf, which exponentiates to NaN or inf) makes the sum NaN or too large.
+  fell_back = out_of_range || !(sum <= std::numeric_limits<double>::max());
+  if (fell_back) {
+    softmax_table<A>::forward(x, n, y, n, 1, n, T(1), 0u, algorithm_id::automatic);
+    return true;
+  }
+  if (sum == 0.0) {
+    fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
+    return true;
+  }
+  if (n == 1) {
+    y[0] = T(1);
+    return true;
+  }
+  return false;
+}
+
 // A row of at most four registers (register_row<A, T, Count>): the same sweep with the row held
 // in registers from its load to its store, as softmax's short rows are. The fill lanes are -inf
 // (a term of 0); the range is checked lane by lane (an entry above hi, or below lo and not a
@@ -235,19 +259,8 @@ inline bool short_row(const T* x, T* y, std::size_t n, call_plan<A, T> const& p,
     out = out | (r.v[j + 1] > hi) | ((r.v[j + 1] < lo) & (r.v[j + 1] != neg_inf));
   });
   const double sum = smax::detail::horizontal_sum(r.transform_sum(e));
-  // NaN (also +inf, which exponentiates to NaN or inf) makes the sum NaN or too large.
-  if (xsimd::any(out) || !(sum <= std::numeric_limits<double>::max())) {
-    softmax_table<A>::forward(x, n, y, n, 1, n, T(1), 0u, algorithm_id::automatic);
-    return true;
-  }
-  if (sum == 0.0) {  // every entry masked (an in-range term is a normal number)
-    fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
-    return false;
-  }
-  if (n == 1) {
-    y[0] = T(1);
-    return false;
-  }
+  bool fell_back;
+  if (finish_without_normalizing<A>(x, y, n, xsimd::any(out), sum, fell_back)) return fell_back;
   if (sum > limits<T>::large_sum) {
     const primitives::normalizer<A, T> normalize(0x1p64, sum);
     const batch down(T(0x1p-64));
@@ -269,23 +282,11 @@ inline bool row(const T* x, T* y, std::size_t n, call_plan<A, T> const& p, E con
   T row_min, row_max;
   const double sum = in_place ? exp_sum_range<A, false>(x, y, n, p.lo, e, row_min, row_max)
                               : exp_sum_range<A, true>(x, y, n, p.lo, e, row_min, row_max);
-  // NaN (also +inf, which exponentiates to NaN or inf) makes the sum NaN or too large.
-  const bool fell_back =
-      !(row_max <= p.hi) || !(sum <= std::numeric_limits<double>::max()) ||
-      nan_unseen_by_sum<A>(x, n) ||
+  const bool out_of_range =
+      !(row_max <= p.hi) || nan_unseen_by_sum<A>(x, n) ||
       (row_min < p.lo && (!primitives::is_neg_inf(row_min) || has_finite_below<A>(x, n, p.lo)));
-  if (fell_back) {
-    softmax_table<A>::forward(x, n, y, n, 1, n, T(1), 0u, algorithm_id::automatic);
-    return true;
-  }
-  if (sum == 0.0) {  // every entry masked (an in-range term is a normal number)
-    fill_row<A>(y, n, static_cast<T>(__builtin_nan("")));
-    return false;
-  }
-  if (n == 1) {
-    y[0] = T(1);
-    return false;
-  }
+  bool fell_back;
+  if (finish_without_normalizing<A>(x, y, n, out_of_range, sum, fell_back)) return fell_back;
   if (sum > limits<T>::large_sum) {
     const primitives::normalizer<A, T> normalize(0x1p64, sum);
     const batch down(T(0x1p-64));
