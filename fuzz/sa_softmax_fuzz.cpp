@@ -132,6 +132,21 @@ void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, boo
           static_cast<long double>(big<T>))
         continue;
     }
+    // FINDING (fuzz/findings-sa_softmax/plain-backward-product-overflow-nan, not fixed here): the
+    // plain backward pass forms dy_k·x_k + dy_k and B = <dy, y> in T; where either is beyond T's
+    // range dx_k is inf or NaN although the header's bound is finite: float, x ~ ±4e37 (1000
+    // entries), dy ~ 1e30: dx_738 = NaN where dx* = 0, bound 4.2e34 (AVX-512, the first
+    // instruction set run). Skipped for exactly the entries with |dy_k·(1 + x_k)| or |B| at or
+    // beyond T's largest value.
+    if (!normalized) {
+      long double B = 0;
+      for (std::size_t j = 0; j < n; ++j)
+        if (x[j] != -inf<T>) B += static_cast<long double>(dy[j]) * r.p[j] * r.w[j];
+      const long double top = static_cast<long double>(big<T>);
+      if (std::fabs(static_cast<long double>(dy[i]) * (1 + static_cast<long double>(x[i]))) >= top ||
+          std::fabs(B) >= top)
+        continue;
+    }
     const long double d = std::fabs(static_cast<long double>(dy[i]));
     long double b;
     if (!normalized)
