@@ -140,13 +140,14 @@ void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, boo
     // plain backward pass forms dy_k·x_k + dy_k and B = <dy, y> in T; where either is beyond T's
     // range dx_k is inf or NaN although the header's bound is finite: float, x ~ ±4e37 (1000
     // entries), dy ~ 1e30: dx_738 = NaN where dx* = 0, bound 4.2e34 (AVX-512, the first
-    // instruction set run). Skipped for exactly the entries with |dy_k·(1 + x_k)| or |B| at or
+    // instruction set run); and dy_k·(1 + x_k) - B (fuzz/findings-sa_softmax/plain-backward-
+    // difference-overflow: double, dx_92 = -inf where dx* = -3.2e306, bound 1.4e292, AVX-512).
+    // Skipped for exactly the entries with |dy_k·(1 + x_k)|, |B| or |dy_k·(1 + x_k) - B| at or
     // beyond T's largest value.
     if (!normalized) {
       const long double top = static_cast<long double>(big<T>);
-      if (std::fabs(static_cast<long double>(dy[i]) * (1 + static_cast<long double>(x[i]))) >= top ||
-          std::fabs(B) >= top)
-        continue;
+      const long double g = static_cast<long double>(dy[i]) * (1 + static_cast<long double>(x[i]));
+      if (std::fabs(g) >= top || std::fabs(B) >= top || std::fabs(g - B) >= top) continue;
     }
     const long double d = std::fabs(static_cast<long double>(dy[i]));
     long double b;
