@@ -153,7 +153,16 @@ void run(reader& in) {
   const std::size_t tab_count = smax::kernels::unified_max_table<xsimd::default_arch>::forward(
       tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols, phi, a, b);
   pub.check_untouched(x);
-  if (pub_count != tab_count)
+  // With zero_masked_rows the header-only call rewrites the all -inf rows and does not report
+  // them; the table may (the finding above: calls computed by softmax's kernels report every row).
+  std::size_t masked_rows = 0;
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    bool all = true;
+    for (std::size_t i = 0; i < s.cols; ++i) all = all && x[r * s.ld + i] == -inf<T>;
+    masked_rows += all;
+  }
+  if (zero_masked_rows ? !(pub_count <= tab_count && tab_count <= pub_count + masked_rows)
+                       : pub_count != tab_count)
     fail(x.data(), s.cols, 0, double(pub_count), tab_count, 0,
          "the header-only call's count differs from its table's");
   for (std::size_t r = 0; r < s.rows; ++r) {
