@@ -122,17 +122,18 @@ void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, boo
         std::exp(-r.x_max) > 0.5L * static_cast<long double>(big<T>))
       continue;
     // FINDING (fuzz/findings-sa_softmax/tiny-range-backward-overflow, not fixed here): the
-    // normalised backward pass forms dy_k·(s + u_k) in T, s = 2^(-e-1) for the larger extreme
+    // normalised backward pass forms dy_k·(s + u_k)·(1/den) in T, s = 2^(-e-1) for the larger extreme
     // m = max(c, -a) = 2^e·f (the scale that brings D·s into [0.5, 2)), which overflows where
     // 1/D is near T's largest value although dx_k is finite: double, [DBL_MIN x109] (D = DBL_MIN,
     // s = 2^1021), dy ~ 10: dx_1 = -inf where dx*_1 = -2.47e307 (and dx_0 = -inf where dx*_0 =
     // +4.83e309, beyond double's range: an infinity of the wrong sign) (AVX-512, the first
-    // instruction set run). Skipped for exactly the entries with |dy_k|·(s + 2) >= T's largest
-    // value (u_k <= 2).
+    // instruction set run); float [FLT_MIN x17]: dx_1 = inf where dx* = 2.89e37 (-2: AVX-512).
+    // Skipped for exactly the entries with |dy_k|·(s + 2)·2 >= T's largest value (u_k <= 2,
+    // 1/den <= 2).
     if (normalized && !subnormal_extreme<T>(r)) {
       const long double m = r.c > -r.a ? r.c : -r.a;
       const long double scale = std::ldexp(1.0L, -std::ilogb(m) - 1);
-      if (std::fabs(static_cast<long double>(dy[i])) * (scale + 2) >=
+      if (std::fabs(static_cast<long double>(dy[i])) * (scale + 2) * 2 >=
           static_cast<long double>(big<T>))
         continue;
     }
