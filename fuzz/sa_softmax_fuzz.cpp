@@ -197,7 +197,7 @@ void run(reader& in) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     using table = smax::kernels::sa_softmax_table<A>;
-    const bool avx2_double = sizeof(T) == 8;  // the finding's row (every instruction set)
+    const bool double_rows = sizeof(T) == 8;  // the finding's row (every instruction set)
     for (bool normalized : {true, false}) {
       describe("%s, %s, sa_softmax %s, rows %zu, cols %zu, ld %zu, %s", A::name(), type_name<T>(),
                normalized ? "normalised" : "plain", s.rows, s.cols, s.ld,
@@ -219,7 +219,7 @@ void run(reader& in) {
       for (std::size_t r = 0; r < s.rows; ++r) {
         check_backward_row(x.data() + r * s.ld, dy.data() + r * s.ld, dx.data() + r * s.ld,
                            s.cols, normalized, s.cols % width<A, T> != 0,
-                           avx2_double);
+                           double_rows);
         if (!s.in_place)  // the padding of dx untouched
           for (std::size_t i = s.cols; i < s.ld; ++i)
             if (!same_bits(dx[r * s.ld + i], canary<T>))
