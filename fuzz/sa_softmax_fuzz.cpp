@@ -32,11 +32,14 @@ bool weight_normal(T xk, long double x_max) {
          static_cast<long double>(std::numeric_limits<T>::min());
 }
 
-// The row's larger extreme max(c, -a) (normalised) is a nonzero subnormal number of T.
+// The row's larger extreme max(c, -a) (normalised) is a nonzero subnormal number of T, or (the
+// second finding, fuzz/findings-sa_softmax/subnormal-minimum-forward-zero: double [-4.9e-324 x2, 0,
+// -4.9e-324 x2585, DBL_MIN x725]: y_2 = 0 where y* = 6.7e-20, AVX-512) either of a and c is.
 template <class T>
 bool subnormal_extreme(smax::reference::sa_softmax_parts const& r) {
-  const long double m = r.c > -r.a ? r.c : -r.a;
-  return m != 0 && m < static_cast<long double>(std::numeric_limits<T>::min());
+  const long double tiny = static_cast<long double>(std::numeric_limits<T>::min());
+  auto sub = [&](long double v) { return v != 0 && std::fabs(v) < tiny; };
+  return sub(r.a) || sub(r.c);
 }
 
 template <class T>
