@@ -255,11 +255,14 @@ std::vector<long double> backward_bound(std::vector<T> const& x, std::vector<T> 
     py += d * std::fabs(r.p[i] * r.w[i]);
   }
   const long double D = r.c - r.a;
+  // A subnormal dx has no relative accuracy: two of T's smallest subnormals absolute.
+  const long double tiny = 2 * static_cast<long double>(std::numeric_limits<T>::denorm_min());
   std::vector<long double> bound(n);
   for (std::size_t i = 0; i < n; ++i) {
     const long double d = std::fabs(static_cast<long double>(dy[i]));
     if (!normalized) {
-      bound[i] = 16 * eps * r.p[i] * (d * (1 + std::fabs(static_cast<long double>(x[i]))) + py);
+      bound[i] =
+          16 * eps * r.p[i] * (d * (1 + std::fabs(static_cast<long double>(x[i]))) + py) + tiny;
       continue;
     }
     if (D == 0) {
@@ -268,8 +271,10 @@ std::vector<long double> backward_bound(std::vector<T> const& x, std::vector<T> 
     }
     bound[i] =
         16 * eps *
-        (r.p[i] * (d * (1 / D + r.w[i]) + pw) + (i == r.first_min && r.x_min < 0 ? p1w / D : 0) +
-         (i == r.first_max && r.x_max > 0 ? pw / D : 0));
+            (r.p[i] * (d * (1 / D + r.w[i]) + pw) +
+             (i == r.first_min && r.x_min < 0 ? p1w / D : 0) +
+             (i == r.first_max && r.x_max > 0 ? pw / D : 0)) +
+        tiny;
   }
   return bound;
 }
@@ -293,10 +298,34 @@ TYPED_TEST(sa_softmax_test, backward) {
   rows.push_back({T(0), T(0), T(0)});               // D = 0
   rows.push_back({big, -big, T(1)});                // D = 2·FLT_MAX
   rows.push_back({T(1e-30), T(3e-30), T(-2e-30)});  // tiny D
+  // The maximum so negative that exp(-max) overflows T, at lengths with a tail (the tail's
+  // padding must be a mask, not 0, in every sum that takes exp).
+  const T very_negative = -std::log(big) - T(20);
+  for (std::size_t n : {std::size_t(TypeParam::width + 1), std::size_t(2 * TypeParam::width + 3),
+                        std::size_t(4099)})
+    rows.push_back(random_row<T>(n, 12.0, very_negative, static_cast<unsigned>(n + 7)));
+  // Ranges D at and below the smallest normal number, with dy so large that dy/D alone (or
+  // p·dy/D and (A - B)/D apart) overflows T while dx does not.
+  std::vector<std::pair<std::vector<T>, double>> scaled;  // (x, scale of dy)
+  scaled.push_back({std::vector<T>(17, std::numeric_limits<T>::min()), 20.0});
+  {
+    std::vector<T> x(240, T(0));
+    x[15] = -std::numeric_limits<T>::denorm_min();
+    const double d = static_cast<double>(std::numeric_limits<T>::denorm_min()) *
+                     static_cast<double>(big) * 1e-3;
+    scaled.push_back({x, d});
+    x[15] = T(0), x[200] = std::numeric_limits<T>::denorm_min() * T(3);
+    scaled.push_back({x, d});
+    x[17] = -std::numeric_limits<T>::denorm_min();
+    scaled.push_back({x, d});
+  }
+  for (auto const& x : rows) scaled.push_back({x, 2.0});
   for (bool normalized : {true, false})
-    for (auto const& x : rows) {
+    for (auto const& [x, dy_scale] : scaled) {
       const std::size_t n = x.size();
-      const auto dy = random_row<T>(n, 2.0, 0.3, static_cast<unsigned>(n + 1));
+      auto dy = random_row<T>(n, 2.0, 0.3, static_cast<unsigned>(n + 1));
+      if (dy_scale != 2.0)
+        for (T& v : dy) v = static_cast<T>(v * (dy_scale / 2.0));
       const auto y = sa_softmax_of<TypeParam>(x, normalized);
       std::vector<T> dx(n), inplace = dy;
       table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, normalized);

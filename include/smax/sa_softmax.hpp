@@ -20,11 +20,14 @@
 //                  [k = first argmin, x_min < 0]·Σ_i p_i·(1 + w_i)·|dy_i|/D + [k = first argmax,
 //                  x_max > 0]·Σ_i p_i·w_i·|dy_i|/D) (normalised, D = c - a) and 16ε·p_k·(|dy_k|·
 //                  (1 + |x_k|) + Σ_i |dy_i·y_i|) (plain), ε = 2^-23 (2^-52), p = softmax(x), with y
-//                  the forward's own output, for entries with exp(x_k - x_max) >= FLT_MIN (DBL_MIN);
-//                  below, p_k may be flushed to 0 and dx_k with it. Checked by
-//                  tests/sa_softmax_test.cpp against long double on every instruction set.
+//                  the forward's own output, each plus 2 of T's smallest subnormal numbers, for
+//                  entries with exp(x_k - x_max) >= FLT_MIN (DBL_MIN); below, p_k may be flushed
+//                  to 0 and dx_k with it. Checked by tests/sa_softmax_test.cpp against long
+//                  double on every instruction set.
 //   Valid range:   every finite x up to ±FLT_MAX (DBL_MAX): c - a up to 2·FLT_MAX is never formed
-//                  unscaled, so [3e38, -3e38] gives [1, 0]. Not shift invariant (unlike softmax).
+//                  unscaled, so [3e38, -3e38] gives [1, 0]; ranges c - a down to the smallest
+//                  subnormal number. The plain backward needs |dy_k·(1 + x_k)| and |<dy, y>|
+//                  within T's range (beyond, dx may hold ±inf or NaN). Not shift invariant.
 //   Bad input:     n = 0 does nothing. -inf entries are masked (left out of min and max): output 0,
 //                  backward 0. A row of only -inf gives NaN (0 with zero_masked_rows); any NaN or
 //                  +inf gives a NaN row (backward too). c = a (every unmasked entry 0, normalised)

@@ -304,52 +304,71 @@ inline void sa_softmax_backward_row(const T* x, const T* y, const T* dy, T* dx, 
   // A = <dy, p>, only where the minimum takes a gradient. Masked (and padding) lanes: e = 0.
   const bool through_min = normalized && !w.zero && min < T(0);
   const bool through_max = normalized && !w.zero && r.max > T(0);
-  const double dot_p =
-      through_min ? primitives::zip_sum<A>(x, dy, n,
-                                           [&](batch const& v, batch const& d) {
-                                             return xsimd::select(
-                                                 v == batch(-std::numeric_limits<T>::infinity()),
-                                                 batch(T(0)), e(v) * d);
-                                           }) /
-                        sum
-                  : 0.0;
-  // The first argmin and argmax, before dx (which may alias x) is written.
-  std::size_t kmin = 0, kmax = 0;
-  if (through_min)
-    while (!(x[kmin] == min)) ++kmin;
-  if (through_max)
-    while (!(x[kmax] == r.max)) ++kmax;
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  // Masked lanes and the tail's padding (-inf): e = 0.
+  const double dot_p = through_min ? primitives::zip_sum<A>(
+                                         x, dy, n,
+                                         [&](batch const& v, batch const& d) {
+                                           return xsimd::select(v == batch(neg_inf), batch(T(0)),
+                                                                e(v) * d);
+                                         },
+                                         neg_inf) /
+                                         sum
+                                   : 0.0;
   const batch inv_sum(static_cast<T>(1.0 / sum)), b(static_cast<T>(dot_y));
+  // The first argmin and argmax with their p and dy, before dx (which may alias x and dy) is
+  // written: their dx is recomputed below in double.
+  std::size_t kmin = 0, kmax = 0;
+  double p_min = 0, dy_min = 0, p_max = 0, dy_max = 0;
+  const auto p_at = [&](std::size_t k) {
+    return static_cast<double>((e(batch(x[k])) * inv_sum).get(0));
+  };
+  if (through_min) {
+    while (!(x[kmin] == min)) ++kmin;
+    p_min = p_at(kmin), dy_min = dy[kmin];
+  }
+  if (through_max) {
+    while (!(x[kmax] == r.max)) ++kmax;
+    p_max = p_at(kmax), dy_max = dy[kmax];
+  }
   const sa_product<A, T> product(w);
+  // p·dy is formed first everywhere: dy·(1 + x) or dy/D alone may overflow where p·dy·(1 + x)
+  // or p·dy/D does not (p small, or D near the bottom of the normal range). The tail pads x with
+  // -inf, a masked lane: exp(0 - max) would overflow for a very negative max.
   if (!normalized || w.zero) {
-    // plain: p·(dy·(1 + x) - B); normalised with D = 0: y = 0 near x, whatever dx is: the
+    // plain: p·dy·(1 + x) - p·B; normalised with D = 0: y = 0 near x, whatever dx is: the
     // ε-regularised limit, dy_k·p_k/D, is taken as 0 (the factor's convention).
     for (std::size_t i = 0; i < n; i += batch::size) {
       const std::size_t k = n - i < batch::size ? n - i : batch::size;
-      const batch xv = primitives::load_partial<A>(x + i, k, T(0));
+      const batch xv = primitives::load_partial<A>(x + i, k, neg_inf);
       const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
-      const batch p = xsimd::select(xv == batch(-std::numeric_limits<T>::infinity()), batch(T(0)),
-                                    e(xv) * inv_sum);
-      const batch g = w.zero ? batch(T(0)) : smax::detail::mul_add(dyv, xv, dyv) - b;
-      primitives::store_partial<A>(dx + i, k, xsimd::select(p == batch(T(0)), batch(T(0)), p * g));
+      const batch p = xsimd::select(xv == batch(neg_inf), batch(T(0)), e(xv) * inv_sum);
+      const batch pd = p * dyv;
+      const batch g = w.zero ? batch(T(0)) : smax::detail::mul_add(pd, xv, pd) - p * b;
+      primitives::store_partial<A>(dx + i, k, xsimd::select(p == batch(T(0)), batch(T(0)), g));
     }
     return;
   }
-  // normalised: p·(dy·(s + u)/(D·s) - B)
+  // normalised: (p·dy/(D·s))·(s + u) - p·B
   const batch s(w.scale), inv_den(static_cast<T>(1.0 / w.den));
   for (std::size_t i = 0; i < n; i += batch::size) {
     const std::size_t k = n - i < batch::size ? n - i : batch::size;
-    const batch xv = primitives::load_partial<A>(x + i, k, T(0));
+    const batch xv = primitives::load_partial<A>(x + i, k, neg_inf);
     const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
-    const batch p = xsimd::select(xv == batch(-std::numeric_limits<T>::infinity()), batch(T(0)),
-                                  e(xv) * inv_sum);
+    const batch p = xsimd::select(xv == batch(neg_inf), batch(T(0)), e(xv) * inv_sum);
     const batch u = product(xv, batch(T(1)));
-    const batch g = (dyv * (s + u)) * inv_den - b;
-    primitives::store_partial<A>(dx + i, k, xsimd::select(p == batch(T(0)), batch(T(0)), p * g));
+    const batch g = ((p * dyv) * inv_den) * (s + u) - p * b;
+    primitives::store_partial<A>(dx + i, k, xsimd::select(p == batch(T(0)), batch(T(0)), g));
   }
-  const double over_d = static_cast<double>(w.scale) / w.den;
-  if (through_min) dx[kmin] = static_cast<T>(dx[kmin] - (dot_p - dot_y) * over_d);
-  if (through_max) dx[kmax] = static_cast<T>(dx[kmax] - dot_y * over_d);
+  // At the first argmin (w = 0) and argmax (w = 1) the 1/D terms are summed before the division:
+  // p·dy/D and (A - B)/D may each overflow T (a range D near or below the smallest normal
+  // number) where their difference does not. 1/D = s/(D·s) is applied as /(D·s) then ·s, so that
+  // nothing overflows where the result does not (1/D alone reaches 2^1074 in double).
+  const auto over_d = [&](double v) { return v / w.den * static_cast<double>(w.scale); };
+  if (through_min)
+    dx[kmin] = static_cast<T>(over_d(p_min * dy_min - (dot_p - dot_y)) - p_min * dot_y);
+  if (through_max)
+    dx[kmax] = static_cast<T>(over_d(p_max * dy_max - dot_y) + p_max * (dy_max - dot_y));
 }
 
 }  // namespace detail

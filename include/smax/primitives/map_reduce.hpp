@@ -118,10 +118,12 @@ SMAX_FLATTEN inline void map(const T* x, T* y, std::size_t n, F const& f,
   if (i < n) store_partial<A>(y + i, n - i, f(load_partial<A>(x + i, n - i, T(0))));
 }
 
-// Sum over i < n of f(a[i], b[i]) (blocked as map_sum); the tail pads both with 0, which f must
-// map to 0.
+// Sum over i < n of f(a[i], b[i]) (blocked as map_sum); the tail pads a with a_padding and b with
+// 0, which f must map to 0 (a row of x pads with -inf where f takes exp(x - max): exp(0 - max)
+// overflows for a very negative max, and inf·0 would be NaN).
 template <class A, class T, class F>
-SMAX_FLATTEN inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f) noexcept {
+SMAX_FLATTEN inline double zip_sum(const T* a, const T* b, std::size_t n, F const& f,
+                                    T a_padding = T(0)) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   double total = 0.0;
@@ -140,7 +142,8 @@ SMAX_FLATTEN inline double zip_sum(const T* a, const T* b, std::size_t n, F cons
   batch s(T(0));
   for (; i + width <= n; i += width)
     s += f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
-  if (i < n) s += f(load_partial<A>(a + i, n - i, T(0)), load_partial<A>(b + i, n - i, T(0)));
+  if (i < n)
+    s += f(load_partial<A>(a + i, n - i, a_padding), load_partial<A>(b + i, n - i, T(0)));
   return total + detail::horizontal_sum(s);
 }
 
