@@ -319,6 +319,11 @@ TYPED_TEST(sa_softmax_test, backward) {
     x[17] = -std::numeric_limits<T>::denorm_min();
     scaled.push_back({x, d});
   }
+  {
+    std::vector<T> x(2321, T(-37));
+    x[0] = T(0);
+    scaled.push_back({x, 2.0});
+  }
   for (auto const& x : rows) scaled.push_back({x, 2.0});
   for (bool normalized : {true, false})
     for (auto const& [x, dy_scale] : scaled) {
@@ -331,7 +336,26 @@ TYPED_TEST(sa_softmax_test, backward) {
       table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, normalized);
       table::backward(x.data(), n, y.data(), n, inplace.data(), n, inplace.data(), n, 1, n,
                       normalized);
-      const auto want = smax::reference::sa_softmax_backward(x.data(), dy.data(), n, normalized);
+      // The exact VJP at the y the kernel is given (the forward's own output, exact to the forward
+      // bound): dx depends on y only through B = <dy, y>, linearly.
+      auto want = smax::reference::sa_softmax_backward(x.data(), dy.data(), n, normalized);
+      {
+        const auto r = smax::reference::sa_softmax_parts_of(x.data(), n, normalized);
+        long double b_exact = 0, b_given = 0;
+        for (std::size_t i = 0; i < n; ++i)
+          if (!std::isinf(x[i])) {
+            b_exact += static_cast<long double>(dy[i]) * r.p[i] * r.w[i];
+            b_given += static_cast<long double>(dy[i]) * y[i];
+          }
+        const long double D = r.c - r.a, db = b_given - b_exact;
+        for (std::size_t i = 0; i < n && !r.nan_row; ++i) {
+          if (std::isinf(x[i]) || (normalized && D == 0)) continue;
+          long double d_by_b = -r.p[i];
+          if (normalized && i == r.first_min && r.x_min < 0) d_by_b += 1 / D;
+          if (normalized && i == r.first_max && r.x_max > 0) d_by_b -= 1 / D;
+          want[i] += d_by_b * db;
+        }
+      }
       const auto bound = backward_bound(x, dy, normalized);
       for (std::size_t i = 0; i < n; ++i) {
         if (std::isinf(x[i])) {

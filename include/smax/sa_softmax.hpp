@@ -19,8 +19,9 @@
 //                  |dx_k - dx*_k| <= 16ε·(p_k·(|dy_k|·(1/D + w_k) + Σ_i p_i·w_i·|dy_i|) +
 //                  [k = first argmin, x_min < 0]·Σ_i p_i·(1 + w_i)·|dy_i|/D + [k = first argmax,
 //                  x_max > 0]·Σ_i p_i·w_i·|dy_i|/D) (normalised, D = c - a) and 16ε·p_k·(|dy_k|·
-//                  (1 + |x_k|) + Σ_i |dy_i·y_i|) (plain), ε = 2^-23 (2^-52), p = softmax(x), with y
-//                  the forward's own output, each plus 2 of T's smallest subnormal numbers, for
+//                  (1 + |x_k|) + Σ_i |dy_i·y_i|) (plain), ε = 2^-23 (2^-52), p = softmax(x), each
+//                  plus 2 of T's smallest subnormal numbers, where dx* is the exact VJP with
+//                  <dy, y> taken over the y passed in (the forward's own output), for
 //                  entries with exp(x_k - x_max) >= FLT_MIN (DBL_MIN); below, p_k may be flushed
 //                  to 0 and dx_k with it. Checked by tests/sa_softmax_test.cpp against long
 //                  double on every instruction set.
