@@ -298,6 +298,31 @@ TYPED_TEST(softplus_l1_test, backward) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -23) : std::ldexp(1.0, -52);
+  const auto check = [&](std::vector<T> const& x, std::vector<T> const& dy, double base,
+                         double keys) {
+    const std::size_t n = x.size();
+    const auto y = softplus_l1_of<TypeParam>(x, base, keys);
+    const T lambda = lambda_of<TypeParam, T>(base, keys);
+    std::vector<T> dx(n);
+    table_of<TypeParam>::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n,
+                                  lambda);
+    const long double l = exact_lambda(base, keys);
+    long double dot = 0, weighted = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      dot += static_cast<long double>(y[i]) * dy[i];
+      weighted += static_cast<long double>(y[i]) * std::fabs(static_cast<long double>(dy[i]));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const long double r = std::isinf(x[i]) ? 0 : smax::reference::softplus_ratio(l * x[i]);
+      const long double want = l * y[i] * r * (dy[i] - dot);
+      const long double bound =
+          16 * eps * l * r * y[i] * (std::fabs(static_cast<long double>(dy[i])) + weighted) +
+          2 * (1 + l) * std::numeric_limits<T>::denorm_min();
+      EXPECT_LE(std::fabs(dx[i] - want), bound)
+          << "base " << base << ", keys " << keys << ", n = " << n << ", i = " << i
+          << ", x = " << x[i] << ": " << dx[i] << " vs " << static_cast<double>(want);
+    }
+  };
   for (double base : {64.0, 2.0, 1.0 + 1e-6})
     for (double spread : {30.0, 1e-3, 1e30})
       for (double offset : {0.0, -200.0})
@@ -306,29 +331,21 @@ TYPED_TEST(softplus_l1_test, backward) {
           auto x =
               random_row<T>(n, spread, offset * (spread < 1 ? 0 : 1), static_cast<unsigned>(n));
           if (n > 2) x[1] = -infinity<T>;
-          const auto dy = random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 1));
-          const auto y = softplus_l1_of<TypeParam>(x, base);
-          const T lambda = lambda_of<TypeParam, T>(base, static_cast<double>(n));
-          std::vector<T> dx(n);
-          table_of<TypeParam>::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n,
-                                        lambda);
-          const long double l = exact_lambda(base, static_cast<double>(n));
-          long double dot = 0, weighted = 0;
-          for (std::size_t i = 0; i < n; ++i) {
-            dot += static_cast<long double>(y[i]) * dy[i];
-            weighted += static_cast<long double>(y[i]) * std::fabs(static_cast<long double>(dy[i]));
-          }
-          for (std::size_t i = 0; i < n; ++i) {
-            const long double r = std::isinf(x[i]) ? 0 : smax::reference::softplus_ratio(l * x[i]);
-            const long double want = l * y[i] * r * (dy[i] - dot);
-            const long double bound =
-                16 * eps * l * r * y[i] * (std::fabs(static_cast<long double>(dy[i])) + weighted) +
-                2 * (1 + l) * std::numeric_limits<T>::denorm_min();
-            EXPECT_LE(std::fabs(dx[i] - want), bound)
-                << "base " << base << ", n = " << n << ", i = " << i << ", x = " << x[i] << ": "
-                << dx[i] << " vs " << static_cast<double>(want);
-          }
+          check(x, random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 1)), base,
+                static_cast<double>(n));
         }
+  // Where λ·x, λ·y·(dy - <dy, y>) or r ~ 1/(λx) leave T's normal range although dx does not:
+  // λ = 1.2e16 with dy ~ big·1e-8; x near ±T's largest value (λx overflows; dx ~ g/x, down to
+  // subnormal for x ~ 3e38 and y ~ 1/185).
+  const double big = static_cast<double>(std::numeric_limits<T>::max());
+  for (std::size_t n : {std::size_t(13), std::size_t(TypeParam::width + 3), std::size_t(1000)}) {
+    auto dy = random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 3));
+    for (T& v : dy) v = static_cast<T>(v * big * 1e-8);
+    check(random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n)), dy, 1.0 + 0x1p-52, 13.0);
+    const auto unit = random_row<T>(n, 2.0, 0.0, static_cast<unsigned>(n + 5));
+    check(random_row<T>(n, big, 0.0, static_cast<unsigned>(n + 4)), unit, 64.0, 0x1p40);
+    check(std::vector<T>(n, static_cast<T>(0.9 * big)), unit, 64.0, static_cast<double>(n));
+  }
   // Masked entries and λ = 0: 0; an all-masked (NaN) row: NaN.
   const T inf = infinity<T>;
   const std::vector<T> x = {T(1), -inf, T(2)}, dy = {T(1), T(5), T(-1)};

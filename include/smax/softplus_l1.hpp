@@ -23,8 +23,9 @@
 //                  below the normal range), dx* the VJP at the y passed in. Checked by
 //                  tests/softplus_l1_test.cpp against long double on every instruction set.
 //   Valid range:   any finite x up to ±FLT_MAX ([3e38, 1e38] at λ = 1 -> [0.75, 0.25]), any n
-//                  and base > 1 (λ up to 2^64); outputs below FLT_MIN may be flushed to 0. Not
-//                  shift invariant (unlike softmax).
+//                  and base > 1 (λ up to 2^64); outputs below FLT_MIN may be flushed to 0. The
+//                  backward pass needs |dy_i - <dy, y>| within T's range (λ·x and λ·dy may
+//                  overflow: they are not formed). Not shift invariant (unlike softmax).
 //   Bad input:     n = 0 does nothing. -inf entries are masked (softplus(-inf) = 0): output 0,
 //                  backward 0. A row of only -inf gives NaN (0 with zero_masked_rows); any NaN or
 //                  +inf gives a NaN row. n = 1 (λ = 0) gives [1], and λ = 0 the uniform

@@ -24,10 +24,13 @@
 // base that is not finite and > 1) gives NaN rows.
 //
 // Backward, from x and y: dx_i = λ·σ(u_i)·(dy_i - <dy, y>)/S = λ·y_i·r(u_i)·(dy_i - <dy, y>) with
-// r = σ/softplus, recomputed from x without S (which may overflow):
-//   r(u) = 1/((1 + e)·(u + log1p(e)))  for u > 0,   1/((1 + e)·log1p(e)/e)  for u <= 0,
+// r = σ/softplus, recomputed from x without S (which may overflow). With g = y_i·(dy_i - <dy, y>),
+//   dx_i = g/((1 + e)·(x + log1p(e)/λ))  for u > 0,   λ·g/((1 + e)·log1p(e)/e)  for u <= 0,
 // e = e^-|u|, and log1p(e)/e = 1 where e < 2^-26 (2^-55) (r -> 1 as u -> -inf, where σ and
-// softplus both underflow). Masked entries (y = 0) get 0.
+// softplus both underflow). For u > 0, λ is divided out of λ·r ~ 1/x: neither λ·g nor λ·x is
+// formed, which overflow T for a large λ or x where dx does not, and dx ~ g/x is one division,
+// exact down to the subnormal range (a product by r ~ 1/(λx) would be flushed or lose its digits
+// there). Masked entries (y = 0) get 0.
 
 #include <cmath>
 #include <cstddef>
@@ -269,16 +272,21 @@ SMAX_ALWAYS_INLINE void softplus_l1_forward(const T* x, std::size_t ldx, T* y, s
   }
 }
 
-// r(u) = σ(u)/softplus(u) for u = λ·x (see the header comment).
+// dx for a vector of x and g = y·(dy - <dy, y>) (see the header comment); λ > 0.
 template <class A, class T>
-SMAX_ALWAYS_INLINE xsimd::batch<T, A> softplus_ratio(xsimd::batch<T, A> const& u) noexcept {
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> softplus_gradient(xsimd::batch<T, A> const& x,
+                                                        xsimd::batch<T, A> const& g,
+                                                        xsimd::batch<T, A> const& lambda,
+                                                        xsimd::batch<T, A> const& inv_lambda) noexcept {
   using batch = xsimd::batch<T, A>;
   const batch one(T(1));
+  const batch u = lambda * x;
   const batch e = primitives::exp_nonpositive(-xsimd::abs(u));
   const batch l = primitives::log1p_unit<A>(e);
-  const batch h =
-      xsimd::select(u > batch(T(0)), u + l, xsimd::select(e < batch(softplus_tiny<T>), one, l / e));
-  return one / ((one + e) * h);
+  const auto positive = u > batch(T(0));
+  const batch h = xsimd::select(positive, smax::detail::mul_add(l, inv_lambda, x),
+                                xsimd::select(e < batch(softplus_tiny<T>), one, l / e));
+  return xsimd::select(positive, g, lambda * g) / ((one + e) * h);
 }
 
 template <class A, class T>
@@ -287,7 +295,7 @@ inline void softplus_l1_backward_row(const T* x, const T* y, const T* dy, T* dx,
   using batch = xsimd::batch<T, A>;
   const double dot =
       primitives::zip_sum<A>(y, dy, n, [](batch const& a, batch const& b) { return a * b; });
-  const batch d(static_cast<T>(dot)), l(lambda);
+  const batch d(static_cast<T>(dot)), l(lambda), inv_l(static_cast<T>(1.0 / lambda));
   // λ = 0: y does not depend on x; 0 times y·(dy - <dy, y>) keeps NaN rows NaN. λ·(-inf) would
   // be NaN there.
   const bool flat = lambda == T(0);
@@ -297,8 +305,8 @@ inline void softplus_l1_backward_row(const T* x, const T* y, const T* dy, T* dx,
     const batch yv = primitives::load_partial<A>(y + i, k, T(0));
     const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
     const batch g = yv * (dyv - d);
-    primitives::store_partial<A>(dx + i, k,
-                                 flat ? g * batch(T(0)) : l * g * softplus_ratio<A>(l * xv));
+    primitives::store_partial<A>(
+        dx + i, k, flat ? g * batch(T(0)) : softplus_gradient<A>(xv, g, l, inv_l));
   }
 }
 
