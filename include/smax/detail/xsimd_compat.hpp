@@ -217,6 +217,13 @@ inline double sum_lanes_128(__m128d s) noexcept {
 }
 #endif
 
+// -v by flipping the sign bits. xsimd 8's AVX-512 negation is 0 - v, a subtraction that a
+// flush-to-zero guard turns into 0 for a subnormal v (a row minimum of -8.8e-39 read as 0).
+template <class T, class A>
+SMAX_ALWAYS_INLINE xsimd::batch<T, A> negate_bits(xsimd::batch<T, A> const& v) noexcept {
+  return v ^ xsimd::batch<T, A>(T(-0.0));
+}
+
 // Largest lane (NaN lanes may or may not be ignored: callers flag NaN separately).
 template <class T, class A>
 inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
@@ -253,6 +260,12 @@ inline T horizontal_max(xsimd::batch<T, A> const& v) noexcept {
 #else
   return horizontal_max_memory(v);
 #endif
+}
+
+// Smallest lane (NaN as horizontal_max), with the sign flips exact under flush-to-zero.
+template <class T, class A>
+inline T horizontal_min(xsimd::batch<T, A> const& v) noexcept {
+  return -horizontal_max(negate_bits(v));
 }
 
 // Sum of the lanes, in double (float lanes are widened first, so the block partial sums lose

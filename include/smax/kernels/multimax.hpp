@@ -216,7 +216,7 @@ inline primitives::range_result<T> multimax_range(const T* x, std::size_t n,
     l1 = xsimd::min(l1, v);
   }
   const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
-  return {smax::detail::horizontal_max(m), -smax::detail::horizontal_max(-xsimd::min(l0, l1))};
+  return {smax::detail::horizontal_max(m), smax::detail::horizontal_min(xsimd::min(l0, l1))};
 }
 
 // Whether σ is nondecreasing everywhere (the sufficient condition of docs/multimax.md, with
@@ -303,7 +303,7 @@ inline T multimax_finite_min(const T* x, std::size_t n) noexcept {
     const batch v = primitives::load_partial<A>(x + i, n - i, inf);
     l = xsimd::min(l, xsimd::select(v == neg_inf, pos_inf, v));
   }
-  return -smax::detail::horizontal_max(-l);
+  return smax::detail::horizontal_min(l);
 }
 
 // Rows whose σ may decrease somewhere: the max pass computes σ (see multimax_range).

@@ -93,7 +93,7 @@ inline T sa_unmasked_min(const T* x, std::size_t n) noexcept {
     l0 = xsimd::min(l0, sa_unmask_for_min<A>(batch::load_unaligned(x + i)));
   if (i < n)
     l1 = xsimd::min(l1, sa_unmask_for_min<A>(primitives::load_partial<A>(x + i, n - i, inf)));
-  return -smax::detail::horizontal_max(-xsimd::min(l0, l1));
+  return smax::detail::horizontal_min(xsimd::min(l0, l1));
 }
 
 // 2^k for the k that brings m (finite, >= 0) to [0.5, 1), within the normal range of T: m's
@@ -227,7 +227,7 @@ SMAX_FLATTEN inline void sa_softmax_short_row(const T* x, T* y, std::size_t n,
   primitives::unroll<Count - 1>([&](auto j) SMAX_INLINE_LAMBDA {
     low = xsimd::min(low, sa_unmask_for_min<A>(row.v[j + 1]));
   });
-  const T min = -smax::detail::horizontal_max(-low);
+  const T min = smax::detail::horizontal_min(low);
   const sa_weights<T> w = sa_weights_of<A>(max, min, normalized);
   if (w.zero) {
     for (std::size_t i = 0; i < n; ++i) y[i] = T(0);

@@ -214,7 +214,7 @@ SMAX_FLATTEN inline double exp_sum_range(const T* x, T* y, std::size_t n, T fill
     if (Store) primitives::store_partial<A>(y + i, n - i, ev);
     s += primitives::zero_from<A>(ev, n - i);
   }
-  row_min = -smax::detail::horizontal_max(-xsimd::min(lo0, lo1));
+  row_min = smax::detail::horizontal_min(xsimd::min(lo0, lo1));
   row_max = smax::detail::horizontal_max(xsimd::max(hi0, hi1));
   return total + smax::detail::horizontal_sum(s);
 }

@@ -102,7 +102,7 @@ SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noex
     if (Min) l1 = xsimd::min(l1, load_partial<A>(x + i, n - i, inf));
   }
   const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
-  const T min = Min ? -detail::horizontal_max(-xsimd::min(l0, l1)) : inf;
+  const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : inf;
   return {detail::horizontal_max(m), min};
 }
 

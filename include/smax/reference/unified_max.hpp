@@ -1,7 +1,7 @@
 #pragma once
 // Scalar long-double reference for unified-max softmax, straight from the definition
 // (docs/unified_max.md): y_i = exp(x_i - φ)/Σ_j exp(x_j - φ) when every finite x_i has
-// a <= x_i - φ <= b; otherwise the row falls back to the max-based form exp(x_i - m)/Σ exp(x_j - m).
+// φ + a <= x_i <= φ + b (the bounds rounded as the header says); otherwise the row falls back to the max-based form exp(x_i - m)/Σ exp(x_j - m).
 
 #include <cmath>
 #include <cstddef>
@@ -26,13 +26,20 @@ unified_max_result unified_max_softmax(const T* x, std::size_t n, long double ph
   unified_max_result r;
   r.y.assign(n, 0.0L);
   if (n == 0) return r;
+  // The range as the header defines it: x in [φ + a, φ + b], the sums rounded to double and then
+  // inward to T (x - φ in long double would put -1e-300 inside a range that starts at 0).
+  const double lo_d = static_cast<double>(phi) + static_cast<double>(a),
+               hi_d = static_cast<double>(phi) + static_cast<double>(b);
+  T lo = static_cast<T>(lo_d), hi = static_cast<T>(hi_d);
+  if (static_cast<double>(lo) < lo_d) lo = std::nextafter(lo, static_cast<T>(inf));
+  if (static_cast<double>(hi) > hi_d) hi = std::nextafter(hi, -static_cast<T>(inf));
   bool bad = false;
   long double m = -inf;
   for (std::size_t i = 0; i < n; ++i) {
     const long double v = x[i];
     if (std::isnan(v) || v == inf) bad = true;
     if (v > m) m = v;
-    if (v != -inf && (v - phi < a || v - phi > b)) r.fell_back = true;
+    if (v != -inf && (x[i] < lo || x[i] > hi)) r.fell_back = true;
   }
   if (bad) {
     r.fell_back = true;
