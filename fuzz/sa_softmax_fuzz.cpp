@@ -32,16 +32,6 @@ bool weight_normal(T xk, long double x_max) {
          static_cast<long double>(std::numeric_limits<T>::min());
 }
 
-// The row's larger extreme max(c, -a) (normalised) is a nonzero subnormal number of T, or (the
-// second finding, fuzz/findings-sa_softmax/subnormal-minimum-forward-zero: double [-4.9e-324 x2, 0,
-// -4.9e-324 x2585, DBL_MIN x725]: y_2 = 0 where y* = 6.7e-20, AVX-512) either of a and c is.
-template <class T>
-bool subnormal_extreme(smax::reference::sa_softmax_parts const& r) {
-  const long double tiny = static_cast<long double>(std::numeric_limits<T>::min());
-  auto sub = [&](long double v) { return v != 0 && std::fabs(v) < tiny; };
-  return sub(r.a) || sub(r.c);
-}
-
 template <class T>
 void check_forward_row(const T* x, const T* y, std::size_t n, bool normalized) {
   if (n == 0) return;
@@ -62,12 +52,6 @@ void check_forward_row(const T* x, const T* y, std::size_t n, bool normalized) {
       continue;
     }
     if (!normalized && !weight_normal(x[i], parts.x_max)) continue;  // unbounded there
-    // FINDING (fuzz/findings-sa_softmax/subnormal-range-forward-zero, not fixed here): the forward
-    // pass of normalised rows whose larger extreme max(c, -a) is a nonzero subnormal number:
-    // float [-inf, -1.4e-45 x2478, -0, -1.4e-45 x553] gives y_2479 = 0 where y* = 3.30e-4 (w = 1;
-    // the subnormal minimum read as 0, it seems) (AVX-512, the first instruction set run).
-    // Skipped for exactly those rows (as their backward pass, below).
-    if (normalized && subnormal_extreme<T>(parts)) continue;
     if (!close(y[i], ref[i], rtol<T>, std::numeric_limits<T>::min(), false))
       fail(x, n, i, y[i], ref[i], rtol<T>, what);
   }
@@ -79,11 +63,11 @@ void check_forward_row(const T* x, const T* y, std::size_t n, bool normalized) {
 }
 
 template <class T>
-void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, bool normalized,
-                        bool tail, bool exact_finding_row) {
+void check_backward_row(const T* x, const T* y, const T* dy, const T* dx, std::size_t n,
+                        bool normalized) {
   if (n == 0) return;
   const auto r = smax::reference::sa_softmax_parts_of(x, n, normalized);
-  const auto want = smax::reference::sa_softmax_backward(x, dy, n, normalized);
+  auto want = smax::reference::sa_softmax_backward(x, dy, n, normalized);
   if (r.nan_row) {
     for (std::size_t i = 0; i < n; ++i)
       if (!std::isnan(dx[i]))
@@ -99,9 +83,22 @@ void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, boo
     py += d * std::fabs(r.p[i] * r.w[i]);
   }
   const long double D = r.c - r.a;
-  long double B = 0;  // <dy, y>
+  // dx* is the exact VJP with B = <dy, y> over the y passed in (the header's bound): dx depends on
+  // y only through B, linearly, so the reference is moved by dB times its derivative.
+  long double B = 0, B_exact = 0;
   for (std::size_t j = 0; j < n; ++j)
-    if (x[j] != -inf<T>) B += static_cast<long double>(dy[j]) * r.p[j] * r.w[j];
+    if (x[j] != -inf<T>) {
+      B_exact += static_cast<long double>(dy[j]) * r.p[j] * r.w[j];
+      B += static_cast<long double>(dy[j]) * y[j];
+    }
+  if (!(normalized && D == 0))
+    for (std::size_t i = 0; i < n; ++i) {
+      if (x[i] == -inf<T>) continue;
+      long double d_by_b = -r.p[i];
+      if (normalized && i == r.first_min && r.x_min < 0) d_by_b += 1 / D;
+      if (normalized && i == r.first_max && r.x_max > 0) d_by_b -= 1 / D;
+      want[i] += d_by_b * (B - B_exact);
+    }
   for (std::size_t i = 0; i < n; ++i) {
     if (x[i] == -inf<T>) {
       if (dx[i] != T(0)) fail(x, n, i, dx[i], 0.0L, 0, "sa_softmax_backward: masked entry is not 0");
@@ -112,58 +109,11 @@ void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, boo
       continue;
     }
     if (!weight_normal(x[i], r.x_max)) continue;  // p_k may be flushed to 0, dx_k with it
-    // FINDING (fuzz/findings-sa_softmax/subnormal-range-backward-inf, not fixed here): normalised
-    // rows whose larger extreme max(c, -a) is a nonzero subnormal number. sa_scale_for reads the
-    // exponent field, 0 for a subnormal, so D·s is not brought into [0.5, 2) (float [0 x15,
-    // -1.4e-45, 0 x224]: D·s = 2^-23) and the backward pass overflows: dx at the first argmin is
-    // -inf where dx* = -8.1e23 (float, AVX-512, the first instruction set run; the scale is
-    // computed the same way on every instruction set). Skipped for exactly those rows.
-    if (normalized && subnormal_extreme<T>(r)) continue;
-    // FINDING (fuzz/findings-sa_softmax/tail-negative-max-argmin-nan, not fixed here):
-    // normalised, a row whose length is not a multiple of the register width and whose maximum is
-    // so negative that exp(0 - x_max) overflows T (x_max below about -88.7, double -709.8) gets
-    // NaN at its first argmin (A = <dy, p> is NaN; the tail's 0-filled lanes give e^(-x_max) =
-    // inf times a 0 gradient, it seems). Seen: AVX-512 double [-6680 x130]: dx_0 NaN where dx* =
-    // 1.59e-5; AVX-512 float [-90 x2]: NaN where dx* = 3.9e-3; AVX2 float [-3e38 x39]: NaN where
-    // dx* = -4.2e-41. AVX2 and SSE2 gave dx* for double [-6680 x130]. Skipped for exactly that
-    // entry of those rows on every instruction set (the threshold a little below the overflow).
-    if (normalized && tail && i == r.first_min &&
-        std::exp(-r.x_max) > 0.5L * static_cast<long double>(big<T>))
-      continue;
-    // FINDING (fuzz/findings-sa_softmax/tiny-range-backward-overflow, not fixed here): the
-    // normalised backward pass forms dy_k·(s + u_k)·(1/den) in T, s = 2^(-e-1) for the larger extreme
-    // m = max(c, -a) = 2^e·f (the scale that brings D·s into [0.5, 2)), which overflows where
-    // 1/D is near T's largest value although dx_k is finite: double, [DBL_MIN x109] (D = DBL_MIN,
-    // s = 2^1021), dy ~ 10: dx_1 = -inf where dx*_1 = -2.47e307 (and dx_0 = -inf where dx*_0 =
-    // +4.83e309, beyond double's range: an infinity of the wrong sign) (AVX-512, the first
-    // instruction set run); float [FLT_MIN x17]: dx_1 = inf where dx* = 2.89e37 (-2: AVX-512).
-    // Skipped for exactly the entries with |dy_k|·(s + 2)·2 >= T's largest value (u_k <= 2,
-    // 1/den <= 2).
-    if (normalized && !subnormal_extreme<T>(r)) {
-      const long double m = r.c > -r.a ? r.c : -r.a;
-      const long double scale = std::ldexp(1.0L, -std::ilogb(m) - 1);
-      if (std::fabs(static_cast<long double>(dy[i])) * (scale + 2) * 2 >=
-          static_cast<long double>(big<T>))
-        continue;
-    }
-    // FINDING (fuzz/findings-sa_softmax/plain-backward-product-overflow-nan, not fixed here): the
-    // plain backward pass forms dy_k·x_k + dy_k and B = <dy, y> in T; where either is beyond T's
-    // range dx_k is inf or NaN although the header's bound is finite: float, x ~ ±4e37 (1000
-    // entries), dy ~ 1e30: dx_738 = NaN where dx* = 0, bound 4.2e34 (AVX-512, the first
-    // instruction set run); and dy_k·(1 + x_k) - B (fuzz/findings-sa_softmax/plain-backward-
-    // difference-overflow: double, dx_92 = -inf where dx* = -3.2e306, bound 1.4e292, AVX-512).
-    // Skipped for exactly the entries with |dy_k·(1 + x_k)|, |B| or |dy_k·(1 + x_k) - B| at or
-    // beyond T's largest value.
+    // The plain form's stated range: |dy_k·(1 + x_k)| and |<dy, y>| within T's range.
     if (!normalized) {
       const long double top = static_cast<long double>(big<T>);
       const long double g = static_cast<long double>(dy[i]) * (1 + static_cast<long double>(x[i]));
-      if (std::fabs(g) >= top || std::fabs(B) >= top || std::fabs(g - B) >= top) continue;
-      // FINDING (fuzz/findings-sa_softmax/plain-backward-huge-x-inf, not fixed here): float, plain,
-      // [3e38 x228]: dx_16 = inf where dx* = 1.40e36, bound 1.28e32 (AVX-512), although none of
-      // the three quantities above reaches FLT_MAX. Not characterised (found at the deadline):
-      // skipped for plain rows whose largest |x| exceeds T's largest value / 4 (the kernel's own
-      // threshold for its scaled plain form), which is broader than the one input.
-      if (std::max(std::fabs(r.x_max), std::fabs(r.x_min)) > top / 4) continue;
+      if (std::fabs(g) > top || std::fabs(B) > top) continue;
     }
     const long double d = std::fabs(static_cast<long double>(dy[i]));
     long double b;
@@ -173,21 +123,7 @@ void check_backward_row(const T* x, const T* dy, const T* dx, std::size_t n, boo
       b = 16 * e *
           (r.p[i] * (d * (1 / D + r.w[i]) + pw) + (i == r.first_min && r.x_min < 0 ? p1w / D : 0) +
            (i == r.first_max && r.x_max > 0 ? pw / D : 0));
-    // FINDING (fuzz/findings-sa_softmax/subnormal-dx-bound, not fixed here): the header's bound
-    // is relative only (no absolute term), which no T meets where dx*_k is below the normal range
-    // (the spacing there is the smallest subnormal d): float, normalised, [-3e38 x39]: dx_1 =
-    // 8.41269533e-41 where dx* = 8.41273863e-41, bound 1.6e-46 (AVX-512, the first instruction set
-    // run). For exactly the entries with |dx*_k| < FLT_MIN (DBL_MIN) the bound is taken plus d.
-    if (std::fabs(want[i]) < static_cast<long double>(std::numeric_limits<T>::min()))
-      b += std::numeric_limits<T>::denorm_min();
-    // FINDING (fuzz/findings-sa_softmax/avx2-double-backward-bound-exceeded, not fixed here): AVX2
-    // and SSE2 (AVX-512 was within the bound), double, normalised, x = [0, -37 x2320] (and the second row of that input): dx_2 =
-    // 5.5936270047797584e-17 where dx* = 5.5936270047797347e-17, |error| 2.37e-31 against the
-    // bound 2.14e-31 (1.11 times the bound, 19ε relative). Its class is not characterised: skipped
-    // for exactly rows [0, -37 x(n - 1)] in double (normalised), on every instruction set.
-    if (normalized && exact_finding_row && n > 1 && x[0] == T(0) &&
-        std::all_of(x + 1, x + n, [](T v) { return v == T(-37); }))
-      continue;
+    b += 2 * static_cast<long double>(std::numeric_limits<T>::denorm_min());  // the absolute term
     if (!close(dx[i], want[i], 0.0, static_cast<double>(b), false))
       fail(x, n, i, dx[i], want[i], static_cast<double>(b),
            normalized ? "sa_softmax_backward (normalised) out of bound"
@@ -206,7 +142,6 @@ void run(reader& in) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     using table = smax::kernels::sa_softmax_table<A>;
-    const bool double_rows = sizeof(T) == 8;  // the finding's row (every instruction set)
     for (bool normalized : {true, false}) {
       describe("%s, %s, sa_softmax %s, rows %zu, cols %zu, ld %zu, %s", A::name(), type_name<T>(),
                normalized ? "normalised" : "plain", s.rows, s.cols, s.ld,
@@ -226,9 +161,8 @@ void run(reader& in) {
       table::backward(x.data(), s.ld, b.y.data(), s.ld, s.in_place ? dx.data() : dy.data(), s.ld,
                       dx.data(), s.ld, s.rows, s.cols, normalized);
       for (std::size_t r = 0; r < s.rows; ++r) {
-        check_backward_row(x.data() + r * s.ld, dy.data() + r * s.ld, dx.data() + r * s.ld,
-                           s.cols, normalized, s.cols % width<A, T> != 0,
-                           double_rows);
+        check_backward_row(x.data() + r * s.ld, b.y.data() + r * s.ld, dy.data() + r * s.ld,
+                           dx.data() + r * s.ld, s.cols, normalized);
         if (!s.in_place)  // the padding of dx untouched
           for (std::size_t i = s.cols; i < s.ld; ++i)
             if (!same_bits(dx[r * s.ld + i], canary<T>))
