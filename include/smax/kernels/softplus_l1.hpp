@@ -25,10 +25,11 @@
 //
 // Backward, from x and y: dx_i = λ·σ(u_i)·(dy_i - <dy, y>)/S = λ·y_i·r(u_i)·(dy_i - <dy, y>) with
 // r = σ/softplus, recomputed from x without S (which may overflow). With g = y_i·(dy_i - <dy, y>),
-//   dx_i = g/((1 + e)·(x + log1p(e)/λ))  for u > 0,   λ·g/((1 + e)·log1p(e)/e)  for u <= 0,
+//   dx_i = g/((1 + e)·(x + log1p(e)/λ))  for u > 0,   g/((1 + e)·(log1p(e)/e)/λ)  for u <= 0,
 // e = e^-|u|, and log1p(e)/e = 1 where e < 2^-26 (2^-55) (r -> 1 as u -> -inf, where σ and
-// softplus both underflow). For u > 0, λ is divided out of λ·r ~ 1/x: neither λ·g nor λ·x is
-// formed, which overflow T for a large λ or x where dx does not, and dx ~ g/x is one division,
+// softplus both underflow). For u > 0, λ is divided out of λ·r ~ 1/x, and for u <= 0 the
+// divisor takes 1/λ: neither λ·g nor λ·x is formed, which overflow T for a large λ or x where dx
+// does not, and dx is one division (dx ~ g/x for u > 0),
 // exact down to the subnormal range (a product by r ~ 1/(λx) would be flushed or lose its digits
 // there). Masked entries (y = 0) get 0.
 
@@ -286,7 +287,9 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> softplus_gradient(xsimd::batch<T, A> const
   const auto positive = u > batch(T(0));
   const batch h = xsimd::select(positive, smax::detail::mul_add(l, inv_lambda, x),
                                 xsimd::select(e < batch(softplus_tiny<T>), one, l / e));
-  return xsimd::select(positive, g, lambda * g) / ((one + e) * h);
+  // u <= 0: λ·g/((1 + e)·h) as g/((1 + e)·h·(1/λ)), so that λ·g, which may overflow where dx
+  // does not, is never formed (h >= ln 2 and λ <= 2^64 keep the divisor normal).
+  return g / (((one + e) * h) * xsimd::select(positive, one, inv_lambda));
 }
 
 template <class A, class T>

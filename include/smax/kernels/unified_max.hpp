@@ -101,6 +101,9 @@ inline call_plan<A, T> plan(double phi, double a, double b) noexcept {
   if (!(lo > -inf && hi < inf)) return p;
   p.lo = round_up<A, T>(lo);
   p.hi = round_down<A, T>(hi);
+  // Rounded inward, the range can be empty (float, φ = 1e20, a = -20, b = 20: lo = 1.00000002e20
+  // > hi = 9.99999932e19): no x is in range, and lo is no in-range filler for the row tails.
+  if (!(p.lo <= p.hi)) return p;
   constexpr double big = static_cast<double>(std::numeric_limits<T>::max());
   if (!(static_cast<double>(p.lo) > -big && static_cast<double>(p.hi) < big)) return p;
   const double lo_reach = __builtin_fabs(static_cast<double>(p.lo)),
