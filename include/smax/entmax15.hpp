@@ -8,13 +8,15 @@
 // Evaluated on z = (x - m)/2 (m the row maximum; the threshold of z lies in [-1, 0), so only
 // entries within 2 of the maximum can be in the support). The threshold is exact, not iterated to
 // a tolerance, and never sorts a long row: rows of at most 128 elements copy their candidates
-// (entries within 2 of the maximum) to the stack; longer rows bound tau from below by the
-// threshold of the max pass's lane maxima, compact the entries above that bound in one SIMD pass,
-// and finish exactly on them (Newton steps from below until the closed-form root of the remaining
-// set leaves none of it below the root; the few left, or a set still undecided after 32 rounds,
-// are sorted: O(k log k) at worst). tau is accumulated in double (centred sums, compensated for
-// double rows). Three passes over x (max, compaction, write). No transcendental functions (one
-// square root a round).
+// (entries within 2 of the maximum) to the stack; longer rows bound tau from below (by the
+// threshold of the max pass's lane maxima; from 4096 elements on by the threshold of the row's
+// first sixteenth, found the same way), compact the entries above that bound in a SIMD pass, and
+// finish exactly on them (Newton steps from below until the closed-form root of the remaining set
+// leaves none of it below the root; the few left, or a set still undecided after 32 rounds, are
+// sorted: O(k log k) at worst). tau is accumulated in double (centred sums, compensated for
+// double rows). Three passes over x (max, compaction, write); from 4096 elements on the max pass
+// compacts as it goes (two passes and a sixteenth). No transcendental functions (one square root
+// a round).
 //
 // Bound block
 //   Types:         float, double.

@@ -46,8 +46,8 @@ enum class entmax15_algorithm : unsigned { automatic = 0, sort = 1, filter = 2 }
 // Rows up to this length copy their candidates to the stack, longer rows take the filter path
 // (the lane bound and the SIMD compaction pay off once most entries can be skipped).
 constexpr std::size_t entmax15_short_max_length = 128;
-// Rows from this length on first find the threshold of their first sixteenth (recursively) as a
-// lower bound that keeps far fewer candidates than the lane bound.
+// Rows from this length on first find the threshold of their first sixteenth (recursively): a
+// lower bound that keeps far fewer candidates than the lane bound, and lets the max pass compact.
 constexpr std::size_t entmax15_part_min_length = 4096;
 
 // The state of one row after its threshold is known.
@@ -107,10 +107,14 @@ inline double root_of_support(const double* c, std::size_t k, double t) noexcept
   return t;
 }
 
-// Threshold of c[0..k) (k >= 1, holding the maximum 0) by sorting: c sorted descending; with mu_j
-// and M_j the mean and the centred sum of squares of the first j (Welford's update, no
-// cancellation), tau_j = mu_j - sqrt(max((1 - M_j)/j, 0)); the support is the longest prefix with
-// c_j > tau_j (strict: an entry exactly at tau gives 0). Returns tau; *support gets the size.
+// Threshold of c[0..k) (k >= 1, holding the maximum 0) by sorting: c sorted descending; with S1_j
+// and S2_j the sums of the first j and of their squares, the threshold of the first j is
+// tau_j = mu_j - sqrt(max((1 - M_j)/j, 0)) (mu_j = S1_j/j, M_j = S2_j - S1_j^2/j), and the support
+// is the longest prefix with c_j > tau_j (strict: an entry exactly at tau gives 0). As c_j <= mu_j,
+// that test is j·(1 - S2_j) + S1_j^2 > (S1_j - j·c_j)^2, without a division or a root, so the
+// steps do not wait on each other; its rounding can only misplace an entry within rounding of tau,
+// and tau itself is then taken from sums centred at it (root_of_support). Returns tau; *support
+// gets the size.
 template <class A, class T>
 inline double sorted_threshold(double* c, std::size_t k, std::size_t* support) noexcept {
   if (k <= 32) {
@@ -123,34 +127,41 @@ inline double sorted_threshold(double* c, std::size_t k, std::size_t* support) n
   } else {
     std::sort(c, c + k, sparsemax_detail::descending<A>{});
   }
-  double mean = 0, squares = 0, tau = c[0] - 1.0;
+  double s1 = 0, s2 = 0, best_s1 = 0, best_s2 = 0;
   std::size_t best = 1;
   for (std::size_t j = 0; j < k; ++j) {
     const double v = c[j], count = static_cast<double>(j + 1);
-    const double delta = v - mean;
-    mean += delta / count;
-    squares += delta * (v - mean);
-    const double spread = (1.0 - squares) / count;
-    const double t = mean - ::sqrt(spread > 0 ? spread : 0.0);
-    if (v > t) {
+    s1 += v;
+    s2 += v * v;
+    const double gap = s1 - count * v;
+    if (count * (1.0 - s2) + s1 * s1 > gap * gap || j == 0) {
       best = j + 1;
-      tau = t;
+      best_s1 = s1;
+      best_s2 = s2;
     } else {
       break;  // the condition holds for a prefix of the sorted order only
     }
   }
+  const double count = static_cast<double>(best), mean = best_s1 / count;
+  const double spread = (1.0 - (best_s2 - best_s1 * mean)) / count;
   *support = best;
-  return root_of_support<A, T>(c, best, tau);
+  return root_of_support<A, T>(c, best, mean - ::sqrt(spread > 0 ? spread : 0.0));
 }
 
 // The exact finish on the candidates c[0..k) (a superset of the support holding the maximum 0,
 // every element above `lower`), from a lower bound of tau. Compacts c (the support is its first
-// *support elements when it returns) and returns tau. max_rounds is reachable in tests.
+// *support elements when it returns) and returns tau. max_rounds is reachable in tests. With
+// bound_only, a set still undecided after max_rounds returns its current lower bound instead of
+// being sorted.
 template <class A, class T>
 inline double exact_threshold(double* c, std::size_t k, double lower, std::size_t* support,
-                              int max_rounds = 32) noexcept {
+                              int max_rounds = 32, bool bound_only = false) noexcept {
   double t = lower;
   for (int round = 0;; ++round) {
+    if (bound_only && round >= max_rounds) {
+      *support = k;
+      return t;
+    }
     if (k <= 16 || round >= max_rounds) return sorted_threshold<A, T>(c, k, support);
     accumulator<A, T> s1, s2;
     double lowest = __builtin_huge_val();
@@ -167,15 +178,18 @@ inline double exact_threshold(double* c, std::size_t k, double lower, std::size_
     }
     k = j;
     const double f = s2.value() - 1.0;
+    // Either way A is the support; the root is taken once more from sums centred at it: far
+    // from tau the discriminant cancels ((k·d)^2 against k·(k·d^2 - 1) for k entries at distance
+    // d), 1e-12 relative for 4096 entries 0.01 apart seen from t = -1.
     if (!(f > 0)) {
       // t is the root (or passed it by a rounding): every element of A is above it.
       *support = k;
-      return t;
+      return root_of_support<A, T>(c, k, t);
     }
     double root;
     if (smaller_root<A>(s1.value(), s2.value(), k, t, &root) && lowest > root) {
       *support = k;
-      return root;
+      return root_of_support<A, T>(c, k, root);
     }
     // Newton from below on r(t) = sqrt(f(t)) = ||[z - t]_+||, convex (a norm of convex,
     // non-negative parts) and decreasing, so the step stays at or below tau; on r rather than f
@@ -237,7 +251,8 @@ inline entmax15_row_state<T> threshold_by_sort(const T* x, std::size_t n) noexce
 }
 
 // A lower bound of tau from the lane maxima (values of distinct elements, -inf for empty lanes):
-// their own threshold, less a margin for its rounding.
+// their own threshold or, if three rounds do not find it, the lower bound those rounds reached;
+// less a margin for its rounding.
 template <class A, class T>
 inline double lane_lower_bound(const T* lanes, T max) noexcept {
   constexpr std::size_t count = 4 * xsimd::batch<T, A>::size;
@@ -249,33 +264,120 @@ inline double lane_lower_bound(const T* lanes, T max) noexcept {
     k += z > T(-1);
   }
   std::size_t support = 0;
-  const double t = exact_threshold<A, T>(sub, k, -1.0, &support) - 0x1p-40;
+  const double t = exact_threshold<A, T>(sub, k, -1.0, &support, 3, true) - 0x1p-40;
   return t > -1.0 ? t : -1.0;
+}
+
+// The max pass and the compaction in one read of x, for a known bound: appends to c every x > bound
+// (unshifted, as double: exact), and returns their number; *max and *has_nan as reduce_max gives
+// them. c needs room for n + width more elements (the padding lanes of a vector are written, not
+// counted).
+template <class A, class T>
+inline std::size_t max_and_compact_above(const T* x, std::size_t n, T bound, double* c, T* max,
+                                         bool* has_nan) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T neg_inf = T(-__builtin_huge_val());
+  const batch lb(bound);
+  batch m0(neg_inf), m1(neg_inf), m2(neg_inf), m3(neg_inf);
+  auto nan = primitives::is_nan(m0);
+  alignas(64) T lanes[width];
+  std::size_t count = 0;
+  auto append = [&](batch const& v) {
+    v.store_aligned(lanes);
+    for (std::size_t j = 0; j < width; ++j) {
+      c[count] = static_cast<double>(lanes[j]);
+      count += lanes[j] > bound;
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    const batch v0 = batch::load_unaligned(x + i);
+    const batch v1 = batch::load_unaligned(x + i + width);
+    const batch v2 = batch::load_unaligned(x + i + 2 * width);
+    const batch v3 = batch::load_unaligned(x + i + 3 * width);
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    nan = nan | (primitives::is_nan(v0) | primitives::is_nan(v1)) |
+          (primitives::is_nan(v2) | primitives::is_nan(v3));
+    const auto c0 = v0 > lb, c1 = v1 > lb, c2 = v2 > lb, c3 = v3 > lb;
+    if (xsimd::any((c0 | c1) | (c2 | c3))) {
+      if (xsimd::any(c0)) append(v0);
+      if (xsimd::any(c1)) append(v1);
+      if (xsimd::any(c2)) append(v2);
+      if (xsimd::any(c3)) append(v3);
+    }
+  }
+  for (; i < n; i += width) {
+    // -inf padding: never a candidate, never the maximum of a row with an entry.
+    const batch v = i + width <= n ? batch::load_unaligned(x + i)
+                                   : primitives::load_partial<A>(x + i, n - i, neg_inf);
+    m0 = xsimd::max(m0, v);
+    nan = nan | primitives::is_nan(v);
+    if (xsimd::any(v > lb)) append(v);
+  }
+  *max = smax::detail::horizontal_max(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
+  *has_nan = xsimd::any(nan);
+  return count;
+}
+
+// Long rows whose first sixteenth has an ordinary threshold: every support entry of the row has
+// x > m_part + 2·tau_part (unshifted, the threshold of a part is at most the row's), less a margin
+// for the roundings (the part's z are rounded in its own frame, the bound is summed in double:
+// 16 epsilon of max(|m_part|, 1)). So the max pass compacts the candidates as it goes, and x is
+// read twice (here and in the write pass) instead of three times.
+template <class A, class T>
+inline entmax15_row_state<T> threshold_from_part(const T* x, std::size_t n,
+                                                 entmax15_row_state<T> const& part) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  entmax15_row_state<T> s;
+  const double part_max = static_cast<double>(part.max);
+  const double margin = 16.0 * static_cast<double>(std::numeric_limits<T>::epsilon()) *
+                        ((part_max < 0 ? -part_max : part_max) + 1.0);
+  const double bound = part_max + 2.0 * part.tau - margin;
+  double* c = sparsemax_detail::scratch<A>(n + width);
+  if (c == nullptr) {
+    s.kind = entmax15_row_state<T>::nan_row;
+    return s;
+  }
+  T max;
+  bool has_nan;
+  const std::size_t count = max_and_compact_above<A>(
+      x, n, sparsemax_detail::round_down<A, T>(bound), c, &max, &has_nan);
+  if (special_row<A>(max, has_nan, n, s)) return s;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const T z = (static_cast<T>(c[i]) - max) * T(0.5);  // as the write pass computes it
+    c[k] = static_cast<double>(z);
+    k += z > T(-1);
+  }
+  const double from_part = 0.5 * (bound - static_cast<double>(max));
+  std::size_t support = 0;
+  const double tau = exact_threshold<A, T>(c, k, from_part > -1.0 ? from_part : -1.0, &support);
+  finish_state<A>(s, tau, support);
+  return s;
 }
 
 // Long rows: lane maxima -> lower bound -> SIMD compaction of the z above it -> exact finish.
 // The compaction keeps x - m > 2·bound (in T, as the write pass computes x - m); halving is exact.
+// Rows of entmax15_part_min_length or more first find the threshold of their first sixteenth
+// (recursively): on evenly spread rows it lies about 16^(1/3) times tau's distance below the
+// maximum, so the compaction keeps about 2.5 times the support, where the lane bound can keep a
+// large part of a dense row; and with it the max pass and the compaction are one pass.
 template <class A, class T>
 inline entmax15_row_state<T> threshold_by_filter(const T* x, std::size_t n) noexcept {
   constexpr std::size_t width = xsimd::batch<T, A>::size;
+  if (n >= entmax15_part_min_length) {
+    const entmax15_row_state<T> part = threshold_by_filter<A>(x, n / 16);
+    if (part.kind == entmax15_row_state<T>::ordinary) return threshold_from_part<A>(x, n, part);
+  }
   entmax15_row_state<T> s;
   alignas(64) T lanes[4 * width];
   const auto r = primitives::reduce_max<A>(x, n, lanes);
   if (special_row<A>(r.max, r.has_nan, n, s)) return s;
-  double lower = lane_lower_bound<A>(lanes, r.max);
-  if (n >= entmax15_part_min_length) {
-    // The threshold of the first sixteenth (a subset: a lower bound), moved to this row's frame:
-    // on evenly spread rows about 16^(1/3) times tau's distance below the maximum, so the
-    // compaction keeps about 2.5 times the support where the lane bound keeps far more. The
-    // margin covers the part's z being rounded in its own frame (x - m_part, not x - m).
-    const entmax15_row_state<T> part = threshold_by_filter<A>(x, n / 16);
-    if (part.kind == entmax15_row_state<T>::ordinary) {
-      const double margin = 8.0 * static_cast<double>(std::numeric_limits<T>::epsilon());
-      const double bound =
-          0.5 * (static_cast<double>(part.max) - static_cast<double>(r.max)) + part.tau - margin;
-      if (bound > lower) lower = bound;
-    }
-  }
+  const double lower = lane_lower_bound<A>(lanes, r.max);
   double* c = sparsemax_detail::scratch<A>(n + width);
   if (c == nullptr) {
     s.kind = entmax15_row_state<T>::nan_row;
