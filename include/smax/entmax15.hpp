@@ -31,9 +31,9 @@
 //                  support. A row of only -inf gives NaN (0 with zero_masked_rows); any NaN or
 //                  +inf gives a NaN row. Ties share equally ([1, 1] -> [.5, .5]); n = 1 gives [1];
 //                  a gap of 2 or more between the two largest entries gives a one-hot row.
-//   Memory:        rows longer than 128 use the per-thread scratch buffer sparsemax uses (n + 64
-//                  doubles at most, grown with realloc, kept until the thread exits). If it
-//                  cannot be allocated, the row becomes NaN. Nothing throws.
+//   Memory:        rows longer than 128 use the per-thread scratch buffer sparsemax uses (grown
+//                  with realloc to max(1024, n + 16) doubles for these rows, kept until the
+//                  thread exits). If it cannot be allocated, the row becomes NaN. Nothing throws.
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 

@@ -51,5 +51,5 @@
   X(stablemax_table)          \
   X(sa_softmax_table)         \
   X(softplus_l1_table)        \
-  X(unified_max_table)         \
+  X(unified_max_table)        \
   X(entmax15_table)
