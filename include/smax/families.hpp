@@ -9,6 +9,7 @@
 // are a macro of the family header that stamps its functions beyond the common set for a
 // dispatcher (SMAX_NO_EXTRA_FORMS for none).
 
+#include "entmax_bisect.hpp"
 #include "log_softmax.hpp"
 #include "multimax.hpp"
 #include "online.hpp"
@@ -37,7 +38,8 @@
   X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
   X(sa_softmax, SMAX_NO_EXTRA_FORMS)        \
   X(softplus_l1, SMAX_NO_EXTRA_FORMS)        \
-  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS)
+  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS) \
+  X(entmax_bisect, SMAX_ENTMAX_BISECT_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -49,4 +51,5 @@
   X(stablemax_table)          \
   X(sa_softmax_table)         \
   X(softplus_l1_table)        \
-  X(unified_max_table)
+  X(unified_max_table)         \
+  X(entmax_bisect_table)
