@@ -30,6 +30,7 @@ inline long double power(long double u, long double p) {
   if (!(u > 0)) return 0;
   if (p == 1) return u;
   if (p == 2) return u * u;
+  if (p == 0.5L) return std::sqrt(u);
   return std::pow(u, p);
 }
 
@@ -60,9 +61,10 @@ bool shifted(const T* x, std::size_t n, long double alpha, entmax_bisect_result&
 
 }  // namespace entmax_detail
 
-// y_i = [z_i - t]_+^(1/(α - 1)), z = (α - 1)(x - m), sum(y) = 1: t bisected on [-1, 0] until the
-// midpoint is no longer strictly inside the bracket (long double's precision), then y divided by
-// its sum (a change at the level of long double's rounding).
+// y_i = [z_i - t]_+^(1/(α - 1)), z = (α - 1)(x - m), sum(y) = 1: t bisected on [-1, 0] (in double
+// first, then in long double from a bracket around the double result that is checked to hold
+// the root) until the midpoint is no longer strictly inside the bracket (long double's
+// precision), then y divided by its sum (a change at the level of long double's rounding).
 template <class T>
 entmax_bisect_result entmax_bisect(const T* x, std::size_t n, long double alpha) {
   entmax_bisect_result r;
@@ -77,8 +79,30 @@ entmax_bisect_result entmax_bisect(const T* x, std::size_t n, long double alpha)
     for (long double v : c) s += entmax_detail::power(v - t, p);
     return s;
   };
-  long double lo = -1, hi = 0;  // total(lo) >= 1 > total(hi) = 0
-  for (int i = 0; i < 20000; ++i) {
+  // First in double (cheaper powers), then in long double from that bracket widened until it
+  // holds the root of the long-double sum.
+  const double pd = static_cast<double>(p);
+  auto total_double = [&](double t) {
+    double s = 0;
+    for (long double v : c) {
+      const double u = static_cast<double>(v) - t;
+      s += u > 0 ? (pd == 1 ? u : pd == 2 ? u * u : std::pow(u, pd)) : 0.0;
+    }
+    return s;
+  };
+  double dlo = -1, dhi = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const double mid = dlo + (dhi - dlo) / 2;
+    if (!(mid > dlo && mid < dhi)) break;
+    (total_double(mid) >= 1 ? dlo : dhi) = mid;
+  }
+  long double width = 1e-12L * (1 - dlo);
+  long double lo = dlo - width, hi = dhi + width;
+  while (lo > -1 && total(lo) < 1) lo = std::fmax(-1.0L, lo - (width *= 16));
+  while (hi < 0 && total(hi) >= 1) hi = std::fmin(0.0L, hi + (width *= 16));
+  if (lo < -1) lo = -1;
+  if (hi > 0) hi = 0;
+  for (int i = 0; i < 20000; ++i) {  // total(lo) >= 1 > total(hi)
     const long double mid = lo + (hi - lo) / 2;
     if (!(mid > lo && mid < hi)) break;
     (total(mid) >= 1 ? lo : hi) = mid;
