@@ -31,9 +31,9 @@
 //                  |y_i - softmax(x)_i| <= 0.02 (the definitions differ by that much).
 //   Valid range:   any finite x up to ±FLT_MAX ([3e38, -3e38, 1e38] -> [1, 0, 0]); α finite with
 //                  fl(α - 1) a normal number of T; rows of any length (tested up to 10^6).
-//                  Cost: four passes (max, compaction, write; the bisection only on the
-//                  candidates); each bisection step halves the bracket, about 25 steps (float)
-//                  or 55 (double) for a threshold near -0.5, fewer for α = 2 and 1.5.
+//   Cost:          three passes over x (max, compaction, write) and the bisection on the
+//                  candidates only; each step halves the bracket: about 25 steps (float) or 55
+//                  (double) for a threshold near -0.5, fewer for α = 2 and 1.5.
 //   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, in no reduction or
 //                  support. A row of only -inf gives NaN (0 with zero_masked_rows); any NaN or
 //                  +inf gives a NaN row. n = 1 gives [1]; ties share equally. α <= 1, α NaN or
