@@ -10,6 +10,7 @@
 // dispatcher (SMAX_NO_EXTRA_FORMS for none).
 
 #include "entmax15.hpp"
+#include "entmax_bisect.hpp"
 #include "log_softmax.hpp"
 #include "multimax.hpp"
 #include "online.hpp"
@@ -39,7 +40,8 @@
   X(sa_softmax, SMAX_NO_EXTRA_FORMS)        \
   X(softplus_l1, SMAX_NO_EXTRA_FORMS)        \
   X(unified_max_softmax, SMAX_NO_EXTRA_FORMS) \
-  X(entmax15, SMAX_ENTMAX15_EXTRA_FORMS)
+  X(entmax15, SMAX_ENTMAX15_EXTRA_FORMS) \
+  X(entmax_bisect, SMAX_ENTMAX_BISECT_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -52,4 +54,5 @@
   X(sa_softmax_table)         \
   X(softplus_l1_table)        \
   X(unified_max_table)        \
-  X(entmax15_table)
+  X(entmax15_table)           \
+  X(entmax_bisect_table)
