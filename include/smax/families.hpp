@@ -20,6 +20,7 @@
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "stablemax.hpp"
+#include "topk_softmax.hpp"
 #include "unified_max.hpp"
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
@@ -37,7 +38,8 @@
   X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
   X(sa_softmax, SMAX_NO_EXTRA_FORMS)        \
   X(softplus_l1, SMAX_NO_EXTRA_FORMS)        \
-  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS)
+  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS) \
+  X(topk_softmax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -49,4 +51,5 @@
   X(stablemax_table)          \
   X(sa_softmax_table)         \
   X(softplus_l1_table)        \
-  X(unified_max_table)
+  X(unified_max_table)          \
+  X(topk_softmax_table)
