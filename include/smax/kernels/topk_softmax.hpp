@@ -5,29 +5,39 @@
 // after every finite one, so they are chosen only when the row has fewer than k finite entries,
 // and then output 0 anyway (the result is softmax over the finite entries).
 //
-// Selection, one SIMD sweep over x: a running threshold t below which nothing can enter S, and a
-// buffer of candidates (value, index) in index order. A vector with no lane above t costs a load
-// and a compare; the lanes above t are appended. When the buffer is full it is cut back to its k
-// first entries (the k-th largest value v by nth_element on a copy of the values, then the
-// entries above v and the first ones equal to v, in index order) and t becomes v. Entries equal
-// to t are never appended after that: k entries at least as large come before them, and win the
-// tie. With a capacity of max(2k, k + 128) the cuts cost O(n) in all, and on rows where S is a
-// small part of the row almost every vector is a load and a compare. At the end the buffer is cut
-// to k entries once more: it holds S, in index order.
+// Selection, O(n) without sorting:
+// 1. A starting threshold from group maxima (group_bound): the lane maxima of 4 or 16 registers
+//    over the row's start are the maxima of disjoint groups, so a value with k maxima at or
+//    above it has k distinct entries at or above it, and S lies above the value just below it.
+// 2. One SIMD sweep with a running threshold t (strict: only x > t can still enter S) and a
+//    buffer of candidates (value, index) in index order. A register with no lane above t costs a
+//    load and a compare; the lanes above t are appended. When the buffer is full it is cut back
+//    to its k first entries (find_cut: a value t' with count(> t') <= k <= count(>= t'), then the
+//    entries above t' and the first ones equal to t') and t becomes t'. Entries equal to t are
+//    never appended after that: k entries at least as large come before them and win the tie.
+//    With a capacity of max(2k, k + 128) every cut frees max(k, 128) places, so the cuts cost
+//    O(n) in all.
+// 3. The last cut: where exactly k candidates are >= t' (no tie split at the k-th place), S is
+//    those, applied as a mask on the exponentials; otherwise the candidates are cut back to S.
 //
-// Softmax over S: m = the largest value in S (the row maximum), exp(x - m) with the rounding of
+// Rows whose buffer would hold the whole row (short rows, and k from about n/2 on) skip steps 1
+// and 2: the cut is found on a copy of the row and S applied as a mask in softmax's passes over x
+// and y (whole registers of exponentials, masked), or, if a tie at the k-th place is split, the
+// copy is cut back to S as the candidates are.
+//
+// Softmax over S: m = the largest candidate (the row maximum), exp(x - m) with the rounding of
 // x - m carried (softmax's exp_minus_max), the sum in double, one factor (softmax's normalizer).
-// k exponentials; the zeros are written in one sweep (streaming stores past the cache), then the
-// k values scattered to their indices, so x == y is allowed.
+// k exponentials (a register's worth more at most); the zeros are written in one sweep
+// (streaming stores past the cache), then the candidates' values scattered to their indices (the
+// masked ones write 0 over their zeros), so x == y is allowed.
 //
 // Edges: NaN or +inf anywhere gives a NaN row (the sweep stops at the first one), a row of only
 // -inf a NaN row (zero_masked_rows is the API layer's), k = 0 a NaN row, k >= n softmax itself
 // (softmax's kernels, the same bits). The backward pass reads y only: dx = y ⊙ (dy - <dy, y>),
 // softmax's, exact for the restriction to S because y is 0 outside S.
 //
-// Nothing here calls a non-A-templated inline function (std::nth_element takes an A-templated
-// comparator; the scratch buffer is malloc'ed), so no instruction set's code can leak into
-// another's through the linker.
+// Everything here is templated on A and the scratch buffer is malloc'ed, so no instruction set's
+// code can leak into another's through the linker.
 
 #include <stdlib.h>
 #include <cstddef>
@@ -40,6 +50,7 @@
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
+#include "../primitives/reduce_max.hpp"
 #include "../primitives/register_row.hpp"
 #include "../primitives/special.hpp"
 #include "../primitives/stream.hpp"
@@ -140,7 +151,7 @@ SMAX_ALWAYS_INLINE xsimd::batch_bool<T, A> above_or_nan(xsimd::batch<T, A> const
 }
 
 // The candidates of one row: value[j] at index[j], in index order; work is room for as many
-// values (the copy nth_element permutes, then the exponentials).
+// values (the exponentials).
 template <class T>
 struct candidates {
   T* value;
@@ -195,17 +206,17 @@ SMAX_ALWAYS_INLINE std::size_t count_above(const T* v, std::size_t vectors, T c)
   return count;
 }
 
-// Cuts the candidates back to their k first entries in the order (value descending, index
-// ascending), keeping index order, and returns the cut t: count(> t) <= k <= count(>= t), every
-// entry above t kept and the first entries equal to t up to k. count > k.
+// The cut of the candidates: a value t with count(> t) <= k <= count(>= t) (count > k), so that
+// the k first entries in the order (value descending, index ascending) are those above t and the
+// first ones equal to t. Pads the candidates' last register with -inf.
 //
 // t comes from a bisection between the smallest and the largest candidate, which stops as soon
 // as exactly k candidates are >= the midpoint (the usual case, after a few steps on rows of
 // distinct values); values that stay tied, or spread over many binades, are finished by
-// bisection on the order-preserving integer keys, exact at adjacent keys. Branch-free counting
-// in registers: nth_element's unpredictable branches cost more on these short lists.
+// bisection on the order-preserving integer keys, exact at adjacent keys. Counted in registers
+// without branches on the data: nth_element's unpredictable branches cost more on these lists.
 template <class A, class T>
-inline T keep_first_k(candidates<T>& c) noexcept {
+inline T find_cut(candidates<T>& c) noexcept {
   using batch = xsimd::batch<T, A>;
   using key = primitives::bits_of_t<T>;
   constexpr std::size_t width = batch::size;
@@ -221,32 +232,29 @@ inline T keep_first_k(candidates<T>& c) noexcept {
   }
   T lo = -smax::detail::horizontal_max(-low), hi = smax::detail::horizontal_max(high);
   // count(>= lo) = count > k; want count(>= hi) < k.
-  T t = hi;
-  if (count_at_least<A>(c.value, vectors, hi) < k) {
-    bool found = false;
-    for (int step = 0; step < 24; ++step) {
-      const T mid = lo * T(0.5) + hi * T(0.5);
-      if (!(mid > lo && mid < hi)) break;
-      const std::size_t m = count_at_least<A>(c.value, vectors, mid);
-      if (m == k) {
-        t = mid;
-        found = true;
-        break;
-      }
-      (m > k ? lo : hi) = mid;
-    }
-    if (!found) {
-      key klo = key_of(lo), khi = key_of(hi);
-      while (khi - klo > 1) {
-        const key kmid = klo + (khi - klo) / 2;
-        (count_at_least<A>(c.value, vectors, value_of<T>(kmid)) >= k ? klo : khi) = kmid;
-      }
-      t = value_of<T>(klo);  // count(> t) <= count(>= next value) < k <= count(>= t)
-    }
+  if (count_at_least<A>(c.value, vectors, hi) >= k) return hi;
+  for (int step = 0; step < 24; ++step) {
+    const T mid = lo * T(0.5) + hi * T(0.5);
+    if (!(mid > lo && mid < hi)) break;
+    const std::size_t m = count_at_least<A>(c.value, vectors, mid);
+    if (m == k) return mid;
+    (m > k ? lo : hi) = mid;
   }
-  // The entries equal to t that stay: the first k - count(> t) ones (entries equal to t are
-  // few, so their branch is rarely taken).
-  std::size_t ties = k - count_above<A>(c.value, vectors, t);
+  key klo = key_of(lo), khi = key_of(hi);
+  while (khi - klo > 1) {
+    const key kmid = klo + (khi - klo) / 2;
+    (count_at_least<A>(c.value, vectors, value_of<T>(kmid)) >= k ? klo : khi) = kmid;
+  }
+  return value_of<T>(klo);  // count(> t) <= count(>= next value) < k <= count(>= t)
+}
+
+// Keeps the candidates above t and the first ones equal to t, k in all, in index order.
+template <class A, class T>
+inline void keep_cut(candidates<T>& c, T t) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  const std::size_t vectors = (c.count + width - 1) / width;
+  // Entries equal to t are few, so their branch is rarely taken.
+  std::size_t ties = c.k - count_above<A>(c.value, vectors, t);
   std::size_t out = 0;
   for (std::size_t j = 0; j < c.count; ++j) {
     const T v = c.value[j];
@@ -260,41 +268,69 @@ inline T keep_first_k(candidates<T>& c) noexcept {
     out += static_cast<std::size_t>(keep);
   }
   c.count = out;  // = k
+}
+
+// Cuts the candidates back to their k first entries and returns the cut.
+template <class A, class T>
+inline T keep_first_k(candidates<T>& c) noexcept {
+  const T t = find_cut<A>(c);
+  keep_cut<A>(c, t);
   return t;
 }
+
+// The sweep's state in locals (the candidate arrays cannot alias them, so they stay in
+// registers across the appends).
+template <class T>
+struct sweep_state {
+  T* value;
+  std::size_t* index;
+  std::size_t count;
+  std::size_t capacity;
+  T threshold;
+};
 
 // Appends the lanes of `bits` (positions base + lane of x) that are above the threshold, cutting
 // the buffer back when it fills. False at a NaN or +inf (a NaN row).
 template <class A, class T>
 SMAX_ALWAYS_INLINE bool take_lanes(const T* x, std::size_t base, std::uint32_t bits,
-                                   candidates<T>& c) noexcept {
+                                   sweep_state<T>& s, candidates<T>& c) noexcept {
   while (bits != 0) {
     const unsigned lane = static_cast<unsigned>(__builtin_ctz(bits));
     bits &= bits - 1;
     const T v = x[base + lane];
-    if (primitives::is_nan(v) || primitives::is_pos_inf(v)) return false;
-    // The threshold may have risen since the lanes were compared; -inf is tested on its bits
-    // (-ffinite-math-only may fold a comparison with it).
-    if (!(v > c.threshold) || primitives::is_neg_inf(v)) continue;
-    c.value[c.count] = v;
-    c.index[c.count] = base + lane;
-    if (++c.count == c.capacity) c.threshold = keep_first_k<A>(c);
+    // -inf is never above the threshold (tested on its bits: -ffinite-math-only may fold a
+    // comparison with it); NaN and +inf make a NaN row.
+    if (!primitives::is_finite(v)) {
+      if (primitives::is_neg_inf(v)) continue;
+      return false;
+    }
+    // The threshold may have risen since the lanes were compared.
+    if (!(v > s.threshold)) continue;
+    s.value[s.count] = v;
+    s.index[s.count] = base + lane;
+    if (++s.count == s.capacity) {
+      c.count = s.count;
+      s.threshold = keep_first_k<A>(c);
+      s.count = c.count;
+    }
   }
   return true;
 }
 
 // The selection sweep over x[0, n). False for a NaN row (NaN or +inf); otherwise the candidates
-// hold S (count = min(k, number of finite entries)), in index order.
+// hold S and possibly more (at most the capacity), in index order.
 template <class A, class T>
 SMAX_FLATTEN inline bool topk_sweep(const T* x, std::size_t n, candidates<T>& c) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   const T neg_inf = -std::numeric_limits<T>::infinity();
+  sweep_state<T> s{c.value, c.index, c.count, c.capacity, c.threshold};
   // Opaque: a threshold the compiler knows to be -inf could fold the comparisons.
-  batch t = smax::detail::opaque(batch(c.threshold));
+  batch t = smax::detail::opaque(batch(s.threshold));
 #if SMAX_FINITE_MATH_ONLY
   auto nan = primitives::is_nan(batch(T(0)));
 #endif
+  bool ok = true;
   std::size_t i = 0;
   for (; i + 4 * width <= n; i += 4 * width) {
     const batch v0 = batch::load_unaligned(x + i);
@@ -308,14 +344,15 @@ SMAX_FLATTEN inline bool topk_sweep(const T* x, std::size_t n, candidates<T>& c)
     if (xsimd::any((above_or_nan(v0, t) | above_or_nan(v1, t)) |
                    (above_or_nan(v2, t) | above_or_nan(v3, t)))) {
       // Rare once t has settled: each register again, against the threshold as it rises.
-      if (!take_lanes<A>(x, i, lane_bits<A>(above_or_nan(v0, t)), c)) return false;
-      t = batch(c.threshold);
-      if (!take_lanes<A>(x, i + width, lane_bits<A>(above_or_nan(v1, t)), c)) return false;
-      t = batch(c.threshold);
-      if (!take_lanes<A>(x, i + 2 * width, lane_bits<A>(above_or_nan(v2, t)), c)) return false;
-      t = batch(c.threshold);
-      if (!take_lanes<A>(x, i + 3 * width, lane_bits<A>(above_or_nan(v3, t)), c)) return false;
-      t = batch(c.threshold);
+      ok = take_lanes<A>(x, i, lane_bits<A>(above_or_nan(v0, t)), s, c);
+      t = batch(s.threshold);
+      ok = ok && take_lanes<A>(x, i + width, lane_bits<A>(above_or_nan(v1, t)), s, c);
+      t = batch(s.threshold);
+      ok = ok && take_lanes<A>(x, i + 2 * width, lane_bits<A>(above_or_nan(v2, t)), s, c);
+      t = batch(s.threshold);
+      ok = ok && take_lanes<A>(x, i + 3 * width, lane_bits<A>(above_or_nan(v3, t)), s, c);
+      t = batch(s.threshold);
+      if (!ok) return false;
     }
   }
   for (; i + width <= n; i += width) {
@@ -323,8 +360,8 @@ SMAX_FLATTEN inline bool topk_sweep(const T* x, std::size_t n, candidates<T>& c)
 #if SMAX_FINITE_MATH_ONLY
     nan = nan | primitives::is_nan(v);
 #endif
-    if (!take_lanes<A>(x, i, lane_bits<A>(above_or_nan(v, t)), c)) return false;
-    t = batch(c.threshold);
+    if (!take_lanes<A>(x, i, lane_bits<A>(above_or_nan(v, t)), s, c)) return false;
+    t = batch(s.threshold);
   }
   if (i < n) {
     // The lanes past n hold -inf, never above t.
@@ -332,12 +369,13 @@ SMAX_FLATTEN inline bool topk_sweep(const T* x, std::size_t n, candidates<T>& c)
 #if SMAX_FINITE_MATH_ONLY
     nan = nan | primitives::is_nan(v);
 #endif
-    if (!take_lanes<A>(x, i, lane_bits<A>(above_or_nan(v, t)), c)) return false;
+    if (!take_lanes<A>(x, i, lane_bits<A>(above_or_nan(v, t)), s, c)) return false;
   }
 #if SMAX_FINITE_MATH_ONLY
   if (xsimd::any(nan)) return false;
 #endif
-  if (c.count > c.k) c.threshold = keep_first_k<A>(c);
+  c.count = s.count;
+  c.threshold = s.threshold;
   return true;
 }
 
@@ -454,7 +492,7 @@ inline bool group_bound(const T* x, std::size_t n, std::size_t k, T* bound) noex
     return true;
   }
   // count(>= lo) >= k > count(>= hi).
-  for (int step = 0; step < 12; ++step) {
+  for (int step = 0; step < 8; ++step) {
     const T mid = lo * T(0.5) + hi * T(0.5);  // no overflow at ±FLT_MAX
     if (!(mid > lo && mid < hi)) break;
     if (count_at_least<A>(m, mid) >= k)
@@ -464,6 +502,60 @@ inline bool group_bound(const T* x, std::size_t n, std::size_t k, T* bound) noex
   }
   *bound = lo;
   return true;
+}
+
+// Softmax over the candidates >= cut (the rest of y 0), the candidates in index order.
+template <class A, class T>
+inline void finish_candidates(candidates<T>& c, T* y, std::size_t n, T cut) noexcept {
+  using batch = xsimd::batch<T, A>;
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const T max = primitives::reduce_range<A, false>(c.value, c.count).max;
+  // Softmax's exponential and sum (x - m with its rounding error carried), softmax's factor.
+  const primitives::exp_minus_max<A, T, false, primitives::difference_error::two_sum> e(max, T(1));
+  const batch cut_v(cut);
+  const double sum = primitives::map_sum<A, true>(
+      c.value, c.work, c.count, neg_inf, [&](batch const& v) SMAX_INLINE_LAMBDA {
+        return xsimd::select(v >= cut_v, e(v), batch(T(0)));
+      });
+  primitives::map<A>(c.work, c.work, c.count, primitives::normalizer<A, T>(1.0, sum));
+  fill_zeros<A>(y, n);
+  for (std::size_t j = 0; j < c.count; ++j) y[c.index[j]] = c.work[j];
+}
+
+// Rows whose candidate buffer would hold the whole row (short rows, k a large part of n): the
+// cut is found on a copy of the row, and S applied as a mask in softmax's passes over x and y
+// (the exponentials of whole registers, masked), unless a tie at the k-th place is split: then
+// the copy is cut back to S as the sweep's candidates are.
+template <class A, class T>
+inline void topk_dense_row(const T* x, T* y, std::size_t n, candidates<T>& c) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const auto r = primitives::reduce_max<A>(x, n);
+  // NaN or +inf, or every entry masked.
+  if (r.has_nan || !primitives::is_finite(r.max))
+    return fill<A>(y, n, static_cast<T>(__builtin_nan("")));
+  std::memcpy(c.value, x, n * sizeof(T));
+  c.count = n;
+  const std::size_t vectors = (n + width - 1) / width;
+  for (std::size_t j = n; j < vectors * width; ++j) c.value[j] = neg_inf;
+  T cut = neg_inf;
+  if (count_at_least<A>(c.value, vectors, std::numeric_limits<T>::lowest()) > c.k) {
+    cut = find_cut<A>(c);
+    if (count_at_least<A>(c.value, vectors, cut) != c.k) {
+      for (std::size_t j = 0; j < n; ++j) c.index[j] = j;
+      keep_cut<A>(c, cut);
+      return finish_candidates<A>(c, y, n, neg_inf);
+    }
+  }
+  const primitives::exp_minus_max<A, T, false, primitives::difference_error::two_sum> e(r.max,
+                                                                                         T(1));
+  const batch cut_v(cut);
+  const double sum =
+      primitives::map_sum<A, true>(x, y, n, neg_inf, [&](batch const& v) SMAX_INLINE_LAMBDA {
+        return xsimd::select(v >= cut_v, e(v), batch(T(0)));
+      });
+  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, sum));
 }
 
 // One row, 1 <= k < n.
@@ -496,6 +588,7 @@ inline void topk_softmax_row(const T* x, T* y, std::size_t n, std::size_t k) noe
     c.work = reinterpret_cast<T*>(p + values);
     c.index = reinterpret_cast<std::size_t*>(p + 2 * values);
   }
+  if (c.capacity == n) return topk_dense_row<A>(x, y, n, c);
   // The starting threshold from group maxima where k is small enough for a useful bound (at
   // least k groups, a quarter of them or fewer when k fits one register).
   constexpr std::size_t width = xsimd::batch<T, A>::size;
@@ -509,14 +602,18 @@ inline void topk_softmax_row(const T* x, T* y, std::size_t n, std::size_t k) noe
     if (!primitives::is_neg_inf(bound)) c.threshold = next_below<A>(bound);
   }
   if (!topk_sweep<A>(x, n, c) || c.count == 0) return fill<A>(y, n, nan);
-  T max = c.value[0];
-  for (std::size_t j = 1; j < c.count; ++j) max = c.value[j] > max ? c.value[j] : max;
-  // Softmax's exponential and sum (x - m with its rounding error carried), softmax's factor.
-  const primitives::exp_minus_max<A, T, false, primitives::difference_error::two_sum> e(max, T(1));
-  const double sum = primitives::map_sum<A, true>(c.value, c.work, c.count, neg_inf, e);
-  primitives::map<A>(c.work, c.work, c.count, primitives::normalizer<A, T>(1.0, sum));
-  fill_zeros<A>(y, n);
-  for (std::size_t j = 0; j < c.count; ++j) y[c.index[j]] = c.work[j];
+  // S: every candidate >= the cut when that is k of them (no tie split at the k-th place): a
+  // mask on the exponentials, and the dropped candidates write 0 over their zeros; otherwise the
+  // candidates cut back to S.
+  T cut = neg_inf;
+  if (c.count > k) {
+    cut = find_cut<A>(c);
+    if (count_at_least<A>(c.value, (c.count + width - 1) / width, cut) != k) {
+      keep_cut<A>(c, cut);
+      cut = neg_inf;
+    }
+  }
+  finish_candidates<A>(c, y, n, cut);
 }
 
 template <class A, class T>
