@@ -7,10 +7,11 @@
 //
 // Selection in O(n) without sorting: a lower bound of the k-th value from group maxima, then one
 // SIMD sweep that keeps a running threshold and touches only the entries above it (a buffer of
-// candidates cut back to k whenever it fills). Then k exponentials, softmax's: exp(x - m) with
-// the rounding of x - m carried, the sum in double, one factor. The zeros are written in one
-// sweep (streaming stores past the cache). Rows with k >= n are softmax's kernels' (the same
-// bits as smax::softmax).
+// candidates cut back to k whenever it fills). Then softmax's exponentials on the candidates
+// only (about k of them): exp(x - m) with the rounding of x - m carried, the sum in double, one
+// factor. The zeros are written in one sweep (streaming stores past the cache). Short rows and
+// k >= about n/2 find the cut on a copy of the row and run softmax's passes with the mask. Rows
+// with k >= n are softmax's kernels' (the same bits as smax::softmax).
 //
 // Bound block
 //   Types:         float, double.

@@ -27,7 +27,8 @@
 //
 // Softmax over S: m = the largest candidate (the row maximum), exp(x - m) with the rounding of
 // x - m carried (softmax's exp_minus_max), the sum in double, one factor (softmax's normalizer).
-// k exponentials (a register's worth more at most); the zeros are written in one sweep
+// Exponentials of the candidates only (S and the few the threshold let through, masked); the
+// zeros are written in one sweep
 // (streaming stores past the cache), then the candidates' values scattered to their indices (the
 // masked ones write 0 over their zeros), so x == y is allowed.
 //
