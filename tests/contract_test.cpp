@@ -10,6 +10,7 @@
 #include <smax/reference/softmax.hpp>
 #include <smax/reference/softpick.hpp>
 #include <smax/reference/softplus_l1.hpp>
+#include <smax/reference/topk_softmax.hpp>
 #include <smax/reference/sparsemax.hpp>
 #include <smax/reference/ssmax.hpp>
 #include <smax/reference/stablemax.hpp>
@@ -168,6 +169,17 @@ std::vector<family<T>> families() {
        [](const T* x, T* y, std::size_t n) { smax::runtime::softplus_l1(x, y, n, {64.0}); }},
       {"runtime::sigmoid", kind::sigmoid,
        [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid(x, y, n); }},
+      {"topk_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::topk_softmax(x, y, n, {8}); }},
+      {"topk_softmax k=300", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::topk_softmax(x, y, n, {300}); }},
+      {"topk_softmax zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::topk_softmax(x, y, n, smax::topk_softmax_options{8, true});
+       },
+       true},
+      {"runtime::topk_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::topk_softmax(x, y, n, {8}); }},
   };
   return f;
 }
@@ -243,6 +255,7 @@ void check_family(family<T> const& f) {
 template <class T>
 std::vector<long double> reference_of(std::string name, const T* x, std::size_t n) {
   namespace ref = smax::reference;
+  const std::string original = name;
   if (name.rfind("runtime::", 0) == 0) name = name.substr(9);
   const bool n_keys = name.find("n_keys") != std::string::npos;
   name = name.substr(0, name.find(' '));
@@ -260,6 +273,8 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
     return ref::softplus_l1(x, n,
                             n_keys ? std::log(1000.0L) / std::log(static_cast<long double>(1.01))
                                    : std::log(static_cast<long double>(n)) / std::log(64.0L));
+  if (name == "topk_softmax")
+    return ref::topk_softmax(x, n, original.find("k=300") != std::string::npos ? 300 : 8);
   std::vector<long double> y(n);
   for (std::size_t i = 0; i < n; ++i) y[i] = ref::sigmoid(x[i]);
   return y;

@@ -22,6 +22,7 @@
 #include "sparsemax.hpp"
 #include "ssmax.hpp"
 #include "stablemax.hpp"
+#include "topk_softmax.hpp"
 #include "unified_max.hpp"
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
@@ -41,7 +42,8 @@
   X(softplus_l1, SMAX_NO_EXTRA_FORMS)        \
   X(unified_max_softmax, SMAX_NO_EXTRA_FORMS) \
   X(entmax15, SMAX_ENTMAX15_EXTRA_FORMS) \
-  X(entmax_bisect, SMAX_ENTMAX_BISECT_EXTRA_FORMS)
+  X(entmax_bisect, SMAX_ENTMAX_BISECT_EXTRA_FORMS) \
+  X(topk_softmax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -55,4 +57,5 @@
   X(softplus_l1_table)        \
   X(unified_max_table)        \
   X(entmax15_table)           \
-  X(entmax_bisect_table)
+  X(entmax_bisect_table)      \
+  X(topk_softmax_table)
