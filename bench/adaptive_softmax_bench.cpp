@@ -61,18 +61,18 @@ void two_softmax_baseline(const float* x, float* y, std::size_t rows, std::size_
 }
 
 const bool registered = [] {
-  register_variant(
-      "adaptive_softmax", "smax",
-      [](std::size_t r, std::size_t c) -> kernel {
-        return [=](const float* x, float* y) { smax::adaptive_softmax_rows(x, y, r, c, c); };
-      },
-      adaptive_error, 1e-4, {64, 1000, 4096, 32768, 1048576});
-  register_variant(
-      "adaptive_softmax", "two_softmax_baseline",
-      [](std::size_t r, std::size_t c) -> kernel {
-        return [=](const float* x, float* y) { two_softmax_baseline(x, y, r, c); };
-      },
-      adaptive_error, 1e-3, {64, 1000, 4096, 32768, 1048576});
+  register_variant("adaptive_softmax", "smax",
+                   [](std::size_t r, std::size_t c) -> kernel {
+                     return [=](const float* x, float* y) {
+                       smax::adaptive_softmax_rows(x, y, r, c, c);
+                     };
+                   },
+                   adaptive_error, 1e-4, {64, 1000, 4096, 32768, 1048576});
+  register_variant("adaptive_softmax", "two_softmax_baseline",
+                   [](std::size_t r, std::size_t c) -> kernel {
+                     return [=](const float* x, float* y) { two_softmax_baseline(x, y, r, c); };
+                   },
+                   adaptive_error, 1e-3, {64, 1000, 4096, 32768, 1048576});
   return true;
 }();
 

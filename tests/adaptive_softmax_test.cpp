@@ -44,7 +44,8 @@ constexpr double max_beta = 2.4214;
 template <class T>
 struct forward_bound {
   std::vector<double> rel;
-  double row = 0;  // φ: the largest rel[k] over the normal outputs
+  double row = 0;         // φ: the largest rel[k] over the normal outputs
+  double delta_beta = 0;  // Δβ
 };
 
 template <class T>
@@ -57,6 +58,7 @@ forward_bound<T> forward_bound_of(std::vector<T> const& x,
   const double eps = unit<T>;
   const double delta_h = 16 * eps * (1 + std::log(static_cast<double>(n)));
   const double delta_beta = max_slope * delta_h + eps * static_cast<double>(r.beta);
+  b.delta_beta = delta_beta;
   long double mean = 0;
   for (std::size_t j = 0; j < n; ++j)
     if (r.y[j] > 0) mean += r.y[j] * static_cast<long double>(x[j]);
@@ -64,8 +66,8 @@ forward_bound<T> forward_bound_of(std::vector<T> const& x,
     if (x[k] == -infinity<T>) continue;
     const long double from_max = r.max - static_cast<long double>(x[k]);
     const long double from_mean = std::fabs(static_cast<long double>(x[k]) - mean);
-    b.rel[k] = static_cast<double>(softmax_rtol<T> + 4 * eps * r.beta * from_max +
-                                   delta_beta * from_mean);
+    b.rel[k] =
+        static_cast<double>(softmax_rtol<T> + 4 * eps * r.beta * from_max + delta_beta * from_mean);
     if (r.y[k] >= std::numeric_limits<T>::min()) b.row = std::max(b.row, b.rel[k]);
   }
   return b;
@@ -78,8 +80,8 @@ template <class C, class T>
   const auto ref = smax::reference::adaptive_softmax(x.data(), x.size());
   const auto bound = forward_bound_of(x, r);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    auto ok = matches(y[i], ref[i], r.nan_row ? 0.0 : bound.rel[i], std::numeric_limits<T>::min(),
-                      i);
+    auto ok =
+        matches(y[i], ref[i], r.nan_row ? 0.0 : bound.rel[i], std::numeric_limits<T>::min(), i);
     if (!ok)
       return ok << " [n = " << x.size() << ", H = " << static_cast<double>(r.entropy)
                 << ", beta = " << static_cast<double>(r.beta) << "]";
@@ -208,8 +210,8 @@ TYPED_TEST(adaptive_softmax_test, entropy_at_the_gates) {
   std::size_t checked = 0;
   for (long double gate : gates)
     for (long double offset : {0.0L, 1e-7L, -1e-7L, 1e-4L, -1e-4L, 3e-3L, -3e-3L, 2e-2L, -2e-2L})
-      for (std::size_t n : {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(512),
-                            std::size_t(5000)}) {
+      for (std::size_t n :
+           {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(512), std::size_t(5000)}) {
         if (std::log(static_cast<long double>(n)) <= gate + offset) continue;
         for (int steps : {-1, 0, 1}) {
           auto x = row_with_entropy<T>(n, gate + offset, steps);
@@ -361,9 +363,10 @@ TYPED_TEST(adaptive_softmax_test, invariants) {
   }
 }
 
-// The header's backward bound: |dx_k - dx*_k| <= 8φ·(β·y*_k·(|dy_k| + Σ y*_j|dy_j|) + [β > 1]·
-// p_k·(|ln(p_k + 1e-9)| + 2 + H)·(|P'(H)| + 1)·G) + FLT_MIN·(|dy_k| + |c| + 1)·32, with φ the
-// forward's largest relative bound over the row and G = Σ y*_j·(|dy_j| + |c|)·(1 + |x_j - m|).
+// The header's backward bound: |dx_k - dx*_k| <= 2ψ·(β·y*_k·(|dy_k| + Σ y*_j|dy_j|) + [β > 1]·
+// p_k·(|ln(p_k + 1e-9)| + 2 + H)·(|P'(H)| + 1)·G) + 32·FLT_MIN·(|dy_k| + |c| + 1), with ψ = φ + Δβ,
+// φ the forward's largest relative bound over the row, Δβ the error of β, and
+// G = Σ y*_j·(|dy_j| + |c|)·(1 + |x_j - m|).
 template <class T>
 std::vector<long double> backward_bound(std::vector<T> const& x, std::vector<T> const& dy) {
   const std::size_t n = x.size();
@@ -384,7 +387,7 @@ std::vector<long double> backward_bound(std::vector<T> const& x, std::vector<T> 
   std::vector<long double> bound(n);
   for (std::size_t k = 0; k < n; ++k) {
     const long double d = std::fabs(static_cast<long double>(dy[k]));
-    bound[k] = 8 * fb.row *
+    bound[k] = 2 * (fb.row + fb.delta_beta) *
                    (r.beta * r.y[k] * (d + ydy) +
                     r.p[k] * (std::fabs(std::log(r.p[k] + 1e-9L)) + 2 + r.entropy) * slope * g) +
                32 * std::numeric_limits<T>::min() * (d + std::fabs(c) + 1);
@@ -400,9 +403,9 @@ TYPED_TEST(adaptive_softmax_test, backward) {
   using table = smax::kernels::adaptive_softmax_table<typename TypeParam::arch>;
   const T big = std::numeric_limits<T>::max();
   std::vector<std::vector<T>> rows;
-  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3),
-                        std::size_t(TypeParam::width + 1), std::size_t(64), std::size_t(100),
-                        std::size_t(1000), std::size_t(4099)})
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(TypeParam::width + 1),
+        std::size_t(64), std::size_t(100), std::size_t(1000), std::size_t(4099)})
     for (double spread : {1.0, 6.0, 12.0, 40.0}) {
       auto x = random_row<T>(n, spread, 2.0, static_cast<unsigned>(n + spread));
       if (n > 2) x[1] = -infinity<T>;

@@ -6,31 +6,38 @@
 // Softmax sharpened by an inverse temperature β in [1, 2.4214] chosen from the row's own entropy:
 // β > 1 only for 0.8486 < H < 5.9445. See docs/adaptive_softmax.md and docs/edge_cases.md.
 //
-// Fused: softmax's max pass; its exponential pass also sums e·(x - m), which gives -Σ p·log p
-// and decides β = 1 without a log wherever H is clearly outside the gates (softmax's cost then);
-// otherwise one pass takes the definition's H (one log an element) and, when β > 1, softmax's
-// exponential and scale passes run again with 1/T = β. x - m overflowing to -inf is exactly the 0
-// it should give, so rows up to ±FLT_MAX need no special form.
+// Fused: softmax's max pass; its exponential pass also sums e·(x - m), which gives -Σ p·log p,
+// within n·1e-9 of H: that decides β = 1 without a log wherever H is clearly outside the gates
+// (softmax's cost then), and float rows of at most 1024 elements take H from it (the midpoint of
+// that interval, within 5.2e-7 of H); the other rows take the definition's H in one more pass
+// (one log an element). When β > 1, softmax's exponential and scale passes run again with
+// 1/T = β. x - m overflowing to -inf is exactly the 0 it should give, so rows up to ±FLT_MAX need
+// no special form.
 //
 // Bound block
 //   Types:         float, double.
-//   Maximum error: forward, for every output y_k >= FLT_MIN (DBL_MIN):
-//                    |y_k - y*_k| <= y*_k·(ρ + 2^-22·β·|x_k - m| + Δβ·|x_k - x̄|)
-//                  with ρ = 1e-6 (float) / 1e-14 (double) softmax's bound, m the row maximum,
-//                  x̄ = Σ y*_j·x_j, and Δβ = 2.5255·δH + ε·β the error of β: δH = 16ε·(1 + ln n)
-//                  bounds the error of the computed entropy, 2.5255 = max |P'| where β > 1, and
-//                  β(H) is continuous, so δH moves β by at most 2.5255·δH, at the gates as well
-//                  (ε = 2^-24 / 2^-53). Backward: see BACKWARD below.
-//                  Checked by tests/adaptive_softmax_test.cpp against long double on every
-//                  instruction set, at rows whose entropy sits on either gate.
+//   Maximum error: forward, for every output y*_k >= FLT_MIN (DBL_MIN), ε = 2^-24 (2^-53):
+//                    |y_k - y*_k| <= y*_k·(ρ + 4ε·β·|x_k - m| + Δβ·|x_k - x̄|),
+//                  ρ = 1e-6 (1e-14) softmax's bound, m the row maximum, x̄ = Σ y*_j·x_j, and
+//                  Δβ = 2.5255·δH + ε·β the error of β: δH = 16ε·(1 + ln n) bounds the error of
+//                  the entropy (its rounding and, for float rows of at most 1024 elements, the
+//                  5.2e-7 of the midpoint), 2.5255 = max |P'| where β > 1, and β(H) = max(P(H), 1)
+//                  is continuous, so δH moves β by at most 2.5255·δH, at the gates as well.
+//                  Backward, away from the gates: |dx_k - dx*_k| <= 2ψ·(β·y*_k·(|dy_k| +
+//                  Σ_j y*_j·|dy_j|) + [β > 1]·p_k·(|ln(p_k + 1e-9)| + 2 + H)·(|P'(H)| + 1)·G) +
+//                  32·FLT_MIN·(|dy_k| + |c| + 1), with ψ = φ + Δβ, φ the row's largest forward
+//                  bound (relative, over its normal outputs), c = <dy, y*>, p = softmax(x) and
+//                  G = Σ_j y*_j·(|dy_j| + |c|)·(1 + |x_j - m|). Checked by
+//                  tests/adaptive_softmax_test.cpp against long double on every instruction set,
+//                  with rows whose entropy sits on either gate.
 //   Valid range:   every finite x up to ±FLT_MAX (DBL_MAX): [FLT_MAX ×3, -FLT_MAX, 0] gives
-//                  [1/3 ×3, 0, 0] with β = P(ln 3). Shift invariant. Outputs below FLT_MIN may be
-//                  flushed to 0.
+//                  [1/3 ×3, 0, 0] (β = P(ln 3) = 1.81). Shift invariant. Outputs below FLT_MIN
+//                  may be flushed to 0.
 //   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, no part in H, backward
 //                  0. A row of only -inf gives NaN (0 with zero_masked_rows); any NaN or +inf gives
 //                  a NaN row (backward too). n = 1 gives [1].
-//   Gates:         at H = 0.8486 and 5.9445 (P(H) = 1) β is continuous but its derivative jumps;
-//                  the backward takes the side the computed H falls on (one-sided derivative).
+//   Gates:         at H = 0.8486 and 5.9445 (P(H) = 1) β is continuous but its derivative jumps:
+//                  the backward takes the side the computed H falls on (a one-sided derivative).
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 

@@ -11,8 +11,10 @@
 //      H0 = log S - D/S - (m - σ) = -Σ p·log p;
 //   3. H differs from H0 by Σ p·log(1 + 1e-9/p), in [0, n·1e-9]. Where H0 shows that β = 1 anyway
 //      (H0 below the lower gate, or above the upper gate by more than n·1e-9, each with a margin
-//      far beyond H0's rounding), the row is softmax: y = e/S. Otherwise the entropy pass takes the
-//      definition's H = log S - Σ e·log(e + 1e-9·S)/S exactly (one log an element), and β from it;
+//      far beyond H0's rounding), the row is softmax: y = e/S. Otherwise float rows of at most
+//      1024 elements take H = H0 - n·1e-9/2 (within 5.2e-7 of H, adaptive_midpoint_max), and the
+//      others the entropy pass: the definition's H = log S - Σ e·log(e + 1e-9·S)/S (one log an
+//      element); β from H;
 //   4. β = 1: y = e/S. β > 1: softmax's exponential pass again with the scale β
 //      (exp(β·(x - m)), where x - m overflowing to -inf gives exactly the 0 it should), then y/S'.
 // In place (x == y) the stored e would overwrite x, which pass 4 reads: such rows keep nothing in
@@ -198,24 +200,41 @@ struct adaptive_entropy_term {
   }
 };
 
-// H = log S - Σ e·log(e + 1e-9·S)/S, the definition's entropy (p = e/S).
-inline double adaptive_entropy(double sum, double log_sum, double e_log_sum) noexcept {
-  return log_sum - e_log_sum / sum;
-}
-
 template <class A, class T>
 inline void adaptive_fill(T* y, std::size_t n, T value) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = value;
 }
 
+// Float rows of at most this many elements take H = H0 - n·1e-9/2 instead of the entropy pass:
+// the definition's H lies in [H0 - n·1e-9, H0], so the midpoint is within n·0.5e-9 <= 5.2e-7 of
+// it, about one unit in the last place of a float H in the range where β > 1 (and far inside the
+// entropy's error bound, 16ε·(1 + ln n)). Double rows that H0 does not decide always take the
+// entropy pass: n·0.5e-9 is never that small beside double's unit.
+template <class T>
+constexpr std::size_t adaptive_midpoint_max = sizeof(T) == 4 ? 1024 : 0;
+
+// log S: inline for float (log-softmax's log_of_sum, 2^-32 relative), libm's for double.
+template <class A, class T>
+SMAX_ALWAYS_INLINE double adaptive_log_sum(double s) noexcept {
+  if constexpr (sizeof(T) == 4)
+    return primitives::log_of_sum<A>(s);
+  else
+    return std::log(s);
+}
+
 // The temperature of a row whose pass 2 gave `sums` (offset = m - σ); entropy_sum() runs the
-// entropy pass and returns Σ e·log(e + 1e-9·S) (only called where H0 does not decide).
-template <class F>
-inline adaptive_temperature adaptive_decide(adaptive_sums sums, double log_sum, double offset,
-                                            std::size_t n, F&& entropy_sum) noexcept {
-  const double h0 = log_sum - sums.dot / sums.sum - offset;
+// entropy pass and returns Σ e·log(e + 1e-9·S) (only called where H0 does not decide and the row
+// is too long for the midpoint).
+template <class T, class F>
+SMAX_ALWAYS_INLINE adaptive_temperature adaptive_decide(adaptive_sums sums, double log_sum,
+                                                        double offset, std::size_t n,
+                                                        F&& entropy_sum) noexcept {
+  const double inv_sum = 1.0 / sums.sum;
+  const double h0 = log_sum - sums.dot * inv_sum - offset;
   if (adaptive_certainly_plain(h0, log_sum, n)) return adaptive_temperature{};
-  return adaptive_temperature_of(adaptive_entropy(sums.sum, log_sum, entropy_sum()));
+  if (n <= adaptive_midpoint_max<T>)
+    return adaptive_temperature_of(h0 - 0.5 * adaptive_entropy_eps * static_cast<double>(n));
+  return adaptive_temperature_of(log_sum - entropy_sum() * inv_sum);
 }
 
 // Rows longer than four registers (see the header comment). NaN is found through the sum, as
@@ -234,10 +253,10 @@ inline void adaptive_softmax_row(const T* x, T* y, std::size_t n, next_rows next
           adaptive_fill<A>(y, n, nan);
           return 0.0;
         }
-        const double log_sum = std::log(sums.sum);
+        const double log_sum = adaptive_log_sum<A, T>(sums.sum);
         const adaptive_entropy_term<A, T> entropy_term(adaptive_entropy_eps * sums.sum);
         const adaptive_temperature t =
-            adaptive_decide(sums, log_sum, adaptive_shift_offset(e, r.max), n, [&] {
+            adaptive_decide<T>(sums, log_sum, adaptive_shift_offset(e, r.max), n, [&] {
               using batch = xsimd::batch<T, A>;
               if (store)
                 return primitives::map_sum<A, false>(y, static_cast<T*>(nullptr), n, T(0),
@@ -292,9 +311,9 @@ SMAX_FLATTEN inline void adaptive_softmax_short_row(const T* x, T* y, std::size_
         });
         const adaptive_sums sums{smax::detail::horizontal_sum(primitives::tree_sum(e)),
                                  smax::detail::horizontal_sum(primitives::tree_sum(d))};
-        const double log_sum = std::log(sums.sum);
+        const double log_sum = adaptive_log_sum<A, T>(sums.sum);
         const adaptive_temperature t =
-            adaptive_decide(sums, log_sum, adaptive_shift_offset(ex, max), n, [&] {
+            adaptive_decide<T>(sums, log_sum, adaptive_shift_offset(ex, max), n, [&] {
               const adaptive_entropy_term<A, T> entropy_term(adaptive_entropy_eps * sums.sum);
               batch l[Count];
               primitives::unroll<Count>([&](auto j)
@@ -420,10 +439,10 @@ inline void adaptive_softmax_backward_row(const T* x, const T* y, const T* dy, T
         adaptive_exp_sums<A, false>(x, static_cast<T*>(nullptr), n, r.max, e, next_rows{});
     if (primitives::is_nan(sums.sum) || nan_unseen_by_sum<A>(x, n))
       return adaptive_fill<A>(dx, n, nan);
-    const double log_sum = std::log(sums.sum);
+    const double log_sum = adaptive_log_sum<A, T>(sums.sum);
     const adaptive_entropy_term<A, T> entropy_term(adaptive_entropy_eps * sums.sum);
     const adaptive_temperature t =
-        adaptive_decide(sums, log_sum, adaptive_shift_offset(e, r.max), n, [&] {
+        adaptive_decide<T>(sums, log_sum, adaptive_shift_offset(e, r.max), n, [&] {
           return primitives::map_sum<A, false>(
               x, static_cast<T*>(nullptr), n, neg_inf,
               [&](batch const& v) SMAX_INLINE_LAMBDA { return entropy_term(e(v)); });
