@@ -72,6 +72,9 @@ const std::map<std::string, std::string>& implementation_descriptions() {
       {"naive_scalar", "softpick as its reference code writes it: e^(x-m) - e^-m, scalar"},
       {"sort", "sparsemax as deep-spin/entmax computes it: sort, prefix sum, threshold (scalar)"},
       {"scalar_libm", "sigmoid as 1/(1 + exp(-x)) with libm, scalar"},
+      {"two_softmax_baseline",
+       "adaptive softmax as a user writes it with smax: softmax, a scalar entropy loop (libm "
+       "log), softmax again at temperature 1/beta"},
       {"copy",
        "roof: a streaming copy (read n, write n), what memory allows a one-pass kernel out of "
        "cache"},

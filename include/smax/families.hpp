@@ -9,6 +9,7 @@
 // are a macro of the family header that stamps its functions beyond the common set for a
 // dispatcher (SMAX_NO_EXTRA_FORMS for none).
 
+#include "adaptive_softmax.hpp"
 #include "entmax15.hpp"
 #include "entmax_bisect.hpp"
 #include "log_softmax.hpp"
@@ -27,23 +28,24 @@
 
 #define SMAX_NO_EXTRA_FORMS(Dispatch)
 
-#define SMAX_FAMILIES(X)                    \
-  X(softmax, SMAX_ONLINE_FORMS)             \
-  X(log_softmax, SMAX_NO_EXTRA_FORMS)       \
-  X(ssmax, SMAX_NO_EXTRA_FORMS)             \
-  X(multimax, SMAX_NO_EXTRA_FORMS)          \
-  X(softpick, SMAX_NO_EXTRA_FORMS)          \
-  X(sparsemax, SMAX_SPARSEMAX_EXTRA_FORMS)  \
-  X(sigmoid, SMAX_NO_EXTRA_FORMS)           \
-  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS) \
-  X(stablemax, SMAX_NO_EXTRA_FORMS)         \
-  X(log_stablemax, SMAX_NO_EXTRA_FORMS)     \
-  X(sa_softmax, SMAX_NO_EXTRA_FORMS)        \
-  X(softplus_l1, SMAX_NO_EXTRA_FORMS)        \
-  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS) \
-  X(entmax15, SMAX_ENTMAX15_EXTRA_FORMS) \
+#define SMAX_FAMILIES(X)                           \
+  X(softmax, SMAX_ONLINE_FORMS)                    \
+  X(log_softmax, SMAX_NO_EXTRA_FORMS)              \
+  X(ssmax, SMAX_NO_EXTRA_FORMS)                    \
+  X(multimax, SMAX_NO_EXTRA_FORMS)                 \
+  X(softpick, SMAX_NO_EXTRA_FORMS)                 \
+  X(sparsemax, SMAX_SPARSEMAX_EXTRA_FORMS)         \
+  X(sigmoid, SMAX_NO_EXTRA_FORMS)                  \
+  X(sigmoid_attention, SMAX_NO_EXTRA_FORMS)        \
+  X(stablemax, SMAX_NO_EXTRA_FORMS)                \
+  X(log_stablemax, SMAX_NO_EXTRA_FORMS)            \
+  X(sa_softmax, SMAX_NO_EXTRA_FORMS)               \
+  X(softplus_l1, SMAX_NO_EXTRA_FORMS)              \
+  X(unified_max_softmax, SMAX_NO_EXTRA_FORMS)      \
+  X(entmax15, SMAX_ENTMAX15_EXTRA_FORMS)           \
   X(entmax_bisect, SMAX_ENTMAX_BISECT_EXTRA_FORMS) \
-  X(topk_softmax, SMAX_NO_EXTRA_FORMS)
+  X(topk_softmax, SMAX_NO_EXTRA_FORMS)             \
+  X(adaptive_softmax, SMAX_NO_EXTRA_FORMS)
 
 #define SMAX_KERNEL_TABLES(X) \
   X(softmax_table)            \
@@ -58,4 +60,5 @@
   X(unified_max_table)        \
   X(entmax15_table)           \
   X(entmax_bisect_table)      \
-  X(topk_softmax_table)
+  X(topk_softmax_table)       \
+  X(adaptive_softmax_table)
