@@ -111,8 +111,8 @@ inline void* scratch(std::size_t bytes) noexcept {
 // The lanes of a comparison as bits (lane i at bit i).
 template <class A, class T>
 SMAX_ALWAYS_INLINE std::uint32_t lane_bits(xsimd::batch_bool<T, A> const& b) noexcept {
-  using reg = typename xsimd::batch_bool<T, A>::register_type;
 #if defined(__x86_64__) || defined(__i386__)
+  using reg = typename xsimd::batch_bool<T, A>::register_type;
   const reg r = b;
   if constexpr (sizeof(reg) <= 8) {  // AVX-512: a mask register
     return static_cast<std::uint32_t>(r);
