@@ -74,7 +74,7 @@ TYPED_TEST(topk_softmax_test, every_length_and_k) {
     for (std::size_t k : ks_for(n, TypeParam::width))
       for (double spread : {2.0, 20.0, 150.0}) {
         const auto x = random_row<T>(n, spread, spread == 20.0 ? -5.0 : 7.0,
-                                     static_cast<unsigned>(n * 31 + k + 7 * spread));
+                                     static_cast<unsigned>(n * 31 + k + static_cast<std::size_t>(7 * spread)));
         EXPECT_TRUE((matches_topk_reference<TypeParam>(x, k)));
       }
   for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537)})
