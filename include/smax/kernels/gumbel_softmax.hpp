@@ -16,7 +16,8 @@
 // so u is never 0 or 1 and is exact in T. g = -log(-log(u)): float with the vector log below
 // (every product kept apart from its sum, so no instruction set fuses them: the same bits on
 // SSE2, AVX2 with FMA and AVX-512), double with libm's log (the same function on every
-// instruction set of one machine).
+// instruction set of one machine). The float generator runs on whole registers on x86
+// (primitives::philox_word0); the double one, and every one elsewhere, element by element.
 
 #include <cmath>
 #include <cstddef>
@@ -130,6 +131,36 @@ inline void add_seeded_noise(const float* base, float* y, std::size_t n, std::ui
   constexpr std::size_t W = fb::size;
   static_assert(noise_chunk % W == 0, "chunks of whole registers");
   alignas(64) std::int32_t m[noise_chunk];
+#if defined(SMAX_PHILOX_VECTOR)
+  // Whole registers with the generator on registers (lane j: counter k + j), except where the
+  // counter's low word would wrap inside the register.
+  using ub = xsimd::batch<std::uint32_t, A>;
+  alignas(64) std::uint32_t lane_index[W];
+  for (std::size_t j = 0; j < W; ++j) lane_index[j] = std::uint32_t(j);
+  const ub lanes = ub::load_aligned(lane_index);
+  const std::uint32_t key0 = std::uint32_t(seed), key1 = std::uint32_t(seed >> 32);
+  std::size_t whole = 0;
+  for (; whole + W <= n; whole += W) {
+    const std::uint64_t k = k0 + whole;
+    ib mv;
+    if (std::uint32_t(k) <= 0xffffffffu - std::uint32_t(W - 1)) {
+      const ub w0 = primitives::philox_word0<A>(ub(std::uint32_t(k)) + lanes,
+                                                std::uint32_t(k >> 32), key0, key1);
+      mv = smax::detail::bitcast<std::int32_t>(w0 >> 9);
+    } else {
+      for (std::size_t j = 0; j < W; ++j)
+        m[j] = std::int32_t(primitives::philox_element<A>(seed, k + j).w[0] >> 9);
+      mv = ib::load_aligned(m);
+    }
+    const fb g = gumbel_of<A>(mv);
+    const fb v = base ? fb::load_unaligned(base + whole) + g : g;
+    v.store_unaligned(y + whole);
+  }
+  base = base ? base + whole : base;
+  y += whole;
+  n -= whole;
+  k0 += whole;
+#endif
   for (std::size_t start = 0; start < n; start += noise_chunk) {
     const std::size_t len = n - start < noise_chunk ? n - start : noise_chunk;
     for (std::size_t i = 0; i < len; ++i)
