@@ -239,7 +239,7 @@ template <class T>
 inline std::size_t rows_per_block(std::size_t cols) noexcept {
   const std::size_t bytes = cols * sizeof(T);
   constexpr std::size_t block_bytes = std::size_t(32) << 10;
-  return bytes >= block_bytes ? 1 : block_bytes / bytes;
+  return bytes >= block_bytes || bytes == 0 ? 1 : block_bytes / bytes;
 }
 
 // The soft (or hard) output from z already in y, for a block of rows.
