@@ -140,6 +140,25 @@ inline void add_seeded_noise(const float* base, float* y, std::size_t n, std::ui
   const ub lanes = ub::load_aligned(lane_index);
   const std::uint32_t key0 = std::uint32_t(seed), key1 = std::uint32_t(seed >> 32);
   std::size_t whole = 0;
+  // Four registers at a time: the generator's rounds and the logarithms' polynomials are chains
+  // of dependent operations, and four of them side by side overlap (noise alone, 4096 elements:
+  // 2.2 -> 2.0 ns an element on AVX-512, 5.3 -> 4.5 on AVX2, 10.7 -> 9.7 on SSE2; the rest is
+  // the generator's ~14 vector operations an element and the two logarithms).
+  constexpr std::size_t K = 4;
+  for (; whole + K * W <= n; whole += K * W) {
+    const std::uint64_t k = k0 + whole;
+    if (std::uint32_t(k) > 0xffffffffu - std::uint32_t(K * W - 1)) break;  // the rest below
+    ub c[K];
+    for (std::size_t j = 0; j < K; ++j) c[j] = ub(std::uint32_t(k + j * W)) + lanes;
+    primitives::philox_word0_interleaved<A, K>(c, std::uint32_t(k >> 32), key0, key1);
+    fb g[K];
+    for (std::size_t j = 0; j < K; ++j)
+      g[j] = gumbel_of<A>(smax::detail::bitcast<std::int32_t>(c[j] >> 9));
+    for (std::size_t j = 0; j < K; ++j) {
+      const fb v = base ? fb::load_unaligned(base + whole + j * W) + g[j] : g[j];
+      v.store_unaligned(y + whole + j * W);
+    }
+  }
   for (; whole + W <= n; whole += W) {
     const std::uint64_t k = k0 + whole;
     ib mv;

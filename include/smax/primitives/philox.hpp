@@ -113,6 +113,31 @@ SMAX_ALWAYS_INLINE xsimd::batch<std::uint32_t, A> philox_word0(
   }
   return c0;
 }
+
+// The same for K registers of counters at once, their rounds interleaved: one register's rounds
+// are a chain of dependent products, and K chains keep the multiplier busy.
+template <class A, std::size_t K>
+SMAX_ALWAYS_INLINE void philox_word0_interleaved(xsimd::batch<std::uint32_t, A> (&c0)[K],
+                                                 std::uint32_t c1_scalar, std::uint32_t k0,
+                                                 std::uint32_t k1) noexcept {
+  using ub = xsimd::batch<std::uint32_t, A>;
+  ub c1[K], c2[K], c3[K];
+  for (std::size_t j = 0; j < K; ++j) c1[j] = ub(c1_scalar), c2[j] = ub(0u), c3[j] = ub(0u);
+  for (int round = 0; round < 10; ++round) {
+    const ub key0(k0), key1(k1);
+    for (std::size_t j = 0; j < K; ++j) {
+      ub hi0, lo0, hi1, lo1;
+      philox_mulhilo<A>(c0[j], 0xD2511F53u, hi0, lo0);
+      philox_mulhilo<A>(c2[j], 0xCD9E8D57u, hi1, lo1);
+      c0[j] = hi1 ^ c1[j] ^ key0;
+      c1[j] = lo1;
+      c2[j] = hi0 ^ c3[j] ^ key1;
+      c3[j] = lo0;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
 #endif
 
 }  // namespace primitives
