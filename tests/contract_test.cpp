@@ -5,6 +5,7 @@
 // API (the instruction set of this translation unit's flags) and smax::runtime (the best one the
 // CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
 
+#include <smax/reference/gumbel_softmax.hpp>
 #include <smax/reference/multimax.hpp>
 #include <smax/reference/sigmoid.hpp>
 #include <smax/reference/softmax.hpp>
@@ -180,6 +181,18 @@ std::vector<family<T>> families() {
        true},
       {"runtime::topk_softmax", kind::normalising,
        [](const T* x, T* y, std::size_t n) { smax::runtime::topk_softmax(x, y, n, {8}); }},
+      {"gumbel_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{}, 7, 0);
+       }},
+      {"gumbel_softmax hard", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{1.0, true}, 7, 0);
+       }},
+      {"runtime::gumbel_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::runtime::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{}, 7, 0);
+       }},
   };
   return f;
 }
@@ -258,6 +271,7 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
   const std::string original = name;
   if (name.rfind("runtime::", 0) == 0) name = name.substr(9);
   const bool n_keys = name.find("n_keys") != std::string::npos;
+  const bool hard = name.find("hard") != std::string::npos;
   name = name.substr(0, name.find(' '));
   if (name == "softmax" || name == "online") return ref::softmax(x, n, false);
   if (name == "log_softmax") return ref::softmax(x, n, true);
@@ -269,6 +283,11 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
   if (name == "ssmax") return ref::ssmax(x, n, 0.43L * std::log(static_cast<long double>(n)));
   if (name == "stablemax") return ref::stablemax(x, n, false);
   if (name == "log_stablemax") return ref::stablemax(x, n, true);
+  if (name == "gumbel_softmax") {
+    std::vector<T> g(n);
+    for (std::size_t i = 0; i < n; ++i) g[i] = static_cast<T>(ref::gumbel_noise<T>(7, i));
+    return ref::gumbel_softmax(x, g.data(), n, 1.0L, hard);
+  }
   if (name == "softplus_l1")
     return ref::softplus_l1(x, n,
                             n_keys ? std::log(1000.0L) / std::log(static_cast<long double>(1.01))

@@ -5,6 +5,8 @@
 // (cmake/smax_dispatch_arch.cpp.in). A new family adds its header here, one X(...) line to
 // SMAX_FAMILIES and, if it brings a kernel table of its own, one to SMAX_KERNEL_TABLES.
 //
+// Gumbel-softmax, whose forms take two inputs or a seed, is in SMAX_OTHER_SHAPE_FAMILIES below.
+//
 // X(name, extra forms): api::name##_family describes the family (api/entry.hpp); the extra forms
 // are a macro of the family header that stamps its functions beyond the common set for a
 // dispatcher (SMAX_NO_EXTRA_FORMS for none).
@@ -12,6 +14,7 @@
 #include "adaptive_softmax.hpp"
 #include "entmax15.hpp"
 #include "entmax_bisect.hpp"
+#include "gumbel_softmax.hpp"
 #include "log_softmax.hpp"
 #include "multimax.hpp"
 #include "online.hpp"
@@ -47,18 +50,24 @@
   X(topk_softmax, SMAX_NO_EXTRA_FORMS)             \
   X(adaptive_softmax, SMAX_NO_EXTRA_FORMS)
 
-#define SMAX_KERNEL_TABLES(X) \
-  X(softmax_table)            \
-  X(ssmax_table)              \
-  X(multimax_table)           \
-  X(softpick_table)           \
-  X(sparsemax_table)          \
-  X(sigmoid_table)            \
-  X(stablemax_table)          \
-  X(sa_softmax_table)         \
-  X(softplus_l1_table)        \
-  X(unified_max_table)        \
-  X(entmax15_table)           \
-  X(entmax_bisect_table)      \
-  X(topk_softmax_table)       \
-  X(adaptive_softmax_table)
+// Families whose forms do not fit SMAX_FAMILY's (x, y, n [, opts]) shape: X(name, forms), with
+// forms(Dispatch) a macro of the family header that stamps all of them for a dispatcher. They have
+// no Eigen overloads and are not in the family-matrix test (their own tests check their forms).
+#define SMAX_OTHER_SHAPE_FAMILIES(X) X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS)
+
+#define SMAX_KERNEL_TABLES(X)     \
+  X(softmax_table)          \
+  X(ssmax_table)            \
+  X(multimax_table)         \
+  X(softpick_table)         \
+  X(sparsemax_table)        \
+  X(sigmoid_table)          \
+  X(stablemax_table)        \
+  X(sa_softmax_table)       \
+  X(softplus_l1_table)      \
+  X(unified_max_table)      \
+  X(entmax15_table)         \
+  X(entmax_bisect_table)    \
+  X(topk_softmax_table)     \
+  X(adaptive_softmax_table) \
+  X(gumbel_softmax_table)

@@ -1,0 +1,144 @@
+#pragma once
+// Philox-4×32-10 (Salmon, Moraes, Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+// SC 2011): a counter-based generator. A 128-bit counter and a 64-bit key map to 128 random bits
+// through ten rounds of two 32×32 -> 64-bit products; the same (counter, key) gives the same bits
+// everywhere, so element k of a stream is computed from k alone, in any order, split or thread.
+//
+// Round:  (hi0, lo0) = M0·c0,  (hi1, lo1) = M1·c2,
+//         c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0),
+// and the key is bumped by the Weyl constants (W0, W1) between rounds. Checked against the
+// paper's known-answer vectors (Random123's kat_vectors) in tests/gumbel_softmax_test.cpp.
+//
+// Templated on the instruction set A like every kernel helper (an inline function shared by
+// translation units built with different flags could be linked from the wrong one).
+
+#include <cstdint>
+
+#include "../config.hpp"
+#include "../detail/xsimd_compat.hpp"
+
+namespace smax {
+namespace primitives {
+
+struct philox_block {
+  std::uint32_t w[4];
+};
+
+template <class A>
+SMAX_ALWAYS_INLINE philox_block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2,
+                                              std::uint32_t c3, std::uint32_t k0,
+                                              std::uint32_t k1) noexcept {
+  constexpr std::uint32_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u;
+  constexpr std::uint32_t w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const std::uint64_t p0 = std::uint64_t(m0) * c0;
+    const std::uint64_t p1 = std::uint64_t(m1) * c2;
+    const std::uint32_t hi0 = std::uint32_t(p0 >> 32), lo0 = std::uint32_t(p0);
+    const std::uint32_t hi1 = std::uint32_t(p1 >> 32), lo1 = std::uint32_t(p1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += w0;
+    k1 += w1;
+  }
+  return {{c0, c1, c2, c3}};
+}
+
+// The block of element k of the stream `seed`: counter (k low, k high, 0, 0), key (seed low,
+// seed high).
+template <class A>
+SMAX_ALWAYS_INLINE philox_block philox_element(std::uint64_t seed, std::uint64_t k) noexcept {
+  return philox4x32_10<A>(std::uint32_t(k), std::uint32_t(k >> 32), 0u, 0u, std::uint32_t(seed),
+                          std::uint32_t(seed >> 32));
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define SMAX_PHILOX_VECTOR 1
+
+// (hi, lo) = m·c lane by lane, 32×32 -> 64 bits: the even lanes' products from one unsigned
+// 32-bit multiply of the 64-bit lanes (pmuludq), the odd lanes' from a second one after shifting
+// them down; then the halves are put back in their lanes.
+template <class A>
+SMAX_ALWAYS_INLINE void philox_mulhilo(xsimd::batch<std::uint32_t, A> const& c, std::uint32_t m,
+                                       xsimd::batch<std::uint32_t, A>& hi,
+                                       xsimd::batch<std::uint32_t, A>& lo) noexcept {
+  using reg = typename xsimd::batch<std::uint32_t, A>::register_type;
+  const reg v = c;
+  reg h, l;
+  if constexpr (sizeof(reg) == 64) {
+    const __m512i mm = _mm512_set1_epi64(static_cast<long long>(m));
+    const __m512i even = _mm512_mul_epu32(v, mm);
+    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(v, 32), mm);
+    const __m512i low_half = _mm512_set1_epi64(0xffffffffll);
+    l = _mm512_or_si512(_mm512_and_si512(even, low_half), _mm512_slli_epi64(odd, 32));
+    h = _mm512_or_si512(_mm512_srli_epi64(even, 32), _mm512_andnot_si512(low_half, odd));
+  } else if constexpr (sizeof(reg) == 32) {
+    const __m256i mm = _mm256_set1_epi64x(static_cast<long long>(m));
+    const __m256i even = _mm256_mul_epu32(v, mm);
+    const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(v, 32), mm);
+    const __m256i low_half = _mm256_set1_epi64x(0xffffffffll);
+    l = _mm256_or_si256(_mm256_and_si256(even, low_half), _mm256_slli_epi64(odd, 32));
+    h = _mm256_or_si256(_mm256_srli_epi64(even, 32), _mm256_andnot_si256(low_half, odd));
+  } else {
+    const __m128i mm = _mm_set1_epi64x(static_cast<long long>(m));
+    const __m128i even = _mm_mul_epu32(v, mm);
+    const __m128i odd = _mm_mul_epu32(_mm_srli_epi64(v, 32), mm);
+    const __m128i low_half = _mm_set1_epi64x(0xffffffffll);
+    l = _mm_or_si128(_mm_and_si128(even, low_half), _mm_slli_epi64(odd, 32));
+    h = _mm_or_si128(_mm_srli_epi64(even, 32), _mm_andnot_si128(low_half, odd));
+  }
+  hi = h;
+  lo = l;
+}
+
+// Word 0 of the blocks of counters (c0 + lane, c1, 0, 0) under key (k0, k1), one lane each:
+// philox4x32_10's rounds on whole registers (the caller keeps c0 + lane from wrapping).
+template <class A>
+SMAX_ALWAYS_INLINE xsimd::batch<std::uint32_t, A> philox_word0(
+    xsimd::batch<std::uint32_t, A> c0, std::uint32_t c1_scalar, std::uint32_t k0,
+    std::uint32_t k1) noexcept {
+  using ub = xsimd::batch<std::uint32_t, A>;
+  ub c1(c1_scalar), c2(0u), c3(0u);
+  for (int round = 0; round < 10; ++round) {
+    ub hi0, lo0, hi1, lo1;
+    philox_mulhilo<A>(c0, 0xD2511F53u, hi0, lo0);
+    philox_mulhilo<A>(c2, 0xCD9E8D57u, hi1, lo1);
+    c0 = hi1 ^ c1 ^ ub(k0);
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ ub(k1);
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return c0;
+}
+
+// The same for K registers of counters at once, their rounds interleaved: one register's rounds
+// are a chain of dependent products, and K chains keep the multiplier busy.
+template <class A, std::size_t K>
+SMAX_ALWAYS_INLINE void philox_word0_interleaved(xsimd::batch<std::uint32_t, A> (&c0)[K],
+                                                 std::uint32_t c1_scalar, std::uint32_t k0,
+                                                 std::uint32_t k1) noexcept {
+  using ub = xsimd::batch<std::uint32_t, A>;
+  ub c1[K], c2[K], c3[K];
+  for (std::size_t j = 0; j < K; ++j) c1[j] = ub(c1_scalar), c2[j] = ub(0u), c3[j] = ub(0u);
+  for (int round = 0; round < 10; ++round) {
+    const ub key0(k0), key1(k1);
+    for (std::size_t j = 0; j < K; ++j) {
+      ub hi0, lo0, hi1, lo1;
+      philox_mulhilo<A>(c0[j], 0xD2511F53u, hi0, lo0);
+      philox_mulhilo<A>(c2[j], 0xCD9E8D57u, hi1, lo1);
+      c0[j] = hi1 ^ c1[j] ^ key0;
+      c1[j] = lo1;
+      c2[j] = hi0 ^ c3[j] ^ key1;
+      c3[j] = lo0;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+#endif
+
+}  // namespace primitives
+}  // namespace smax
