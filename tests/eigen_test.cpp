@@ -641,6 +641,53 @@ TYPED_TEST(eigen_test, sparsemax_matches_the_pointer_api) {
   EXPECT_EQ(smax_test::eigen_assert_failures, failures_before) << "Eigen allocated";
 }
 
+// Gumbel-softmax's four Eigen forms (caller's noise and seeded, forward and backward): the pointer
+// _rows forms' bits, with the noise in a strided map of its own, in place and over the columns.
+TYPED_TEST(eigen_test, gumbel_softmax_matches_the_pointer_api) {
+  using T = TypeParam;
+  const Eigen::Index rows = 4, cols = 301;
+  const auto r = static_cast<std::size_t>(rows), c = static_cast<std::size_t>(cols);
+  const row_matrix<T> x = random_matrix<T>(rows, cols, 40, T(6));
+  const row_matrix<T> dy = random_matrix<T>(rows, cols, 41);
+  std::vector<T> noise_buffer(static_cast<std::size_t>(rows * (cols + 5)), guard<T>);
+  strided_map<T> noise(noise_buffer.data(), rows, cols, Eigen::OuterStride<>(cols + 5));
+  for (std::size_t i = 0; i < r; ++i) smax::gumbel_noise(&noise(Eigen::Index(i), 0), c, 3, 50 + i * c);
+  const row_matrix<T> g = noise;
+  for (bool hard : {false, true}) {
+    const smax::gumbel_softmax_options opts{0.6, hard};
+    row_matrix<T> expected(rows, cols), seeded_expected(rows, cols), dx_expected(rows, cols),
+        dx_seeded_expected(rows, cols);
+    smax::gumbel_softmax_rows(x.data(), g.data(), expected.data(), r, c, c, opts);
+    smax::gumbel_softmax_rows(x.data(), seeded_expected.data(), r, c, c, opts, 3, 50);
+    smax::gumbel_softmax_backward_rows(x.data(), g.data(), dy.data(), dx_expected.data(), r, c, c,
+                                       opts);
+    smax::gumbel_softmax_backward_rows(x.data(), dy.data(), dx_seeded_expected.data(), r, c, c,
+                                       opts, 3, 50);
+    row_matrix<T> y(rows, cols), ys(rows, cols), inplace = x, dx(rows, cols), dxs(rows, cols);
+    col_matrix<T> cx = x.transpose(), cy(cols, rows);
+    const int failures_before = smax_test::eigen_assert_failures;
+    Eigen::internal::set_is_malloc_allowed(false);
+    smax::gumbel_softmax(x, noise, y, opts);
+    smax::gumbel_softmax(x, ys, opts, 3, 50);
+    smax::gumbel_softmax(inplace, inplace, opts, 3, 50);
+    smax::gumbel_softmax(cx.transpose(), noise, cy.transpose(), opts);
+    smax::gumbel_softmax_backward(x, noise, dy, dx, opts);
+    smax::gumbel_softmax_backward(x, dy, dxs, opts, 3, 50);
+    Eigen::internal::set_is_malloc_allowed(true);
+    EXPECT_TRUE(bitwise_equal(y, expected));
+    EXPECT_TRUE(bitwise_equal(ys, seeded_expected));
+    EXPECT_TRUE(bitwise_equal(ys, expected)) << "the seeded noise is gumbel_noise's";
+    EXPECT_TRUE(bitwise_equal(inplace, seeded_expected));
+    EXPECT_TRUE(bitwise_equal(row_matrix<T>(cy.transpose()), expected));
+    EXPECT_TRUE(bitwise_equal(dx, dx_expected));
+    EXPECT_TRUE(bitwise_equal(dxs, dx_seeded_expected));
+    EXPECT_EQ(smax_test::eigen_assert_failures, failures_before) << "Eigen allocated";
+  }
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = cols; j < cols + 5; ++j)
+      EXPECT_EQ(noise_buffer[static_cast<std::size_t>(i * (cols + 5) + j)], guard<T>);
+}
+
 TEST(eigen_preconditions, shape_mismatch) {
   const row_matrix<float> x = random_matrix<float>(3, 8, 20);
   row_matrix<float> y = row_matrix<float>::Zero(3, 9);

@@ -1,7 +1,6 @@
 #pragma once
-// Eigen overloads of the smax families (softmax, log-softmax, MultiMax, softpick, sparsemax,
-// sigmoid, SSMax and their backward passes) over the rows of Eigen row-major matrices, Maps,
-// Refs, blocks, transposes and arrays, without copies.
+// Eigen overloads of every smax family and its backward pass (the list in families.hpp) over the
+// rows of Eigen row-major matrices, Maps, Refs, blocks, transposes and arrays, without copies.
 // The only smax header that includes Eigen.
 //
 //   using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -300,5 +299,10 @@ inline void backward(DX& dx, typename Family::options const& opts, typename Fami
   }
 SMAX_FAMILIES(SMAX_DETAIL_EIGEN_FORMS)
 #undef SMAX_DETAIL_EIGEN_FORMS
+
+// The families of other shapes stamp their own Eigen forms (see each family's header).
+#define SMAX_DETAIL_EIGEN_OTHER_FORMS(name, forms, eigen_forms) eigen_forms
+SMAX_OTHER_SHAPE_FAMILIES(SMAX_DETAIL_EIGEN_OTHER_FORMS)
+#undef SMAX_DETAIL_EIGEN_OTHER_FORMS
 
 SMAX_END_NAMESPACE

@@ -5,7 +5,7 @@
 // (cmake/smax_dispatch_arch.cpp.in). A new family adds its header here, one X(...) line to
 // SMAX_FAMILIES and, if it brings a kernel table of its own, one to SMAX_KERNEL_TABLES.
 //
-// Gumbel-softmax, whose forms take two inputs or a seed, is in SMAX_OTHER_SHAPE_FAMILIES below.
+// A family whose forms are not (x, y, n [, opts]) goes into SMAX_OTHER_SHAPE_FAMILIES below.
 //
 // X(name, extra forms): api::name##_family describes the family (api/entry.hpp); the extra forms
 // are a macro of the family header that stamps its functions beyond the common set for a
@@ -50,10 +50,12 @@
   X(topk_softmax, SMAX_NO_EXTRA_FORMS)             \
   X(adaptive_softmax, SMAX_NO_EXTRA_FORMS)
 
-// Families whose forms do not fit SMAX_FAMILY's (x, y, n [, opts]) shape: X(name, forms), with
-// forms(Dispatch) a macro of the family header that stamps all of them for a dispatcher. They have
-// no Eigen overloads and are not in the family-matrix test (their own tests check their forms).
-#define SMAX_OTHER_SHAPE_FAMILIES(X) X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS)
+// Families whose forms do not fit SMAX_FAMILY's (x, y, n [, opts]) shape:
+// X(name, forms, eigen_forms), with forms(Dispatch) a macro of the family header that stamps its
+// pointer forms for a dispatcher, and eigen_forms one that eigen.hpp stamps. They are not in the
+// family-matrix test (their own tests check every form).
+#define SMAX_OTHER_SHAPE_FAMILIES(X) \
+  X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS, SMAX_GUMBEL_SOFTMAX_EIGEN_FORMS)
 
 #define SMAX_KERNEL_TABLES(X)     \
   X(softmax_table)          \

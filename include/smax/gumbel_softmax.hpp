@@ -9,10 +9,11 @@
 // (the forward's soft output, bit for bit) and at the cost of one softmax. See
 // docs/gumbel_softmax.md.
 //
-// Seeded noise: element (r, c) of a call uses the Philox-4×32-10 block of counter
-// k = offset + r·cols + c under key seed, so the same (seed, offset) gives the same noise on every
-// instruction set, for any split of the rows into calls (a single row at offset r·cols equals row
-// r of a _rows call) and any thread count. u is drawn from the open interval (0, 1) (23 random
+// Seeded noise: element (r, c) of a call has counter k = offset + r·cols + c, and its noise is a
+// function of (seed, k) alone (Philox-4×32-10 under key seed; every word of a block serves an
+// element: the layout is in kernels/gumbel_softmax.hpp and docs/gumbel_softmax.md), so the same
+// (seed, offset) gives the same noise on every instruction set, for any split of the rows into
+// calls (a single row at offset r·cols equals row r of a _rows call) and any thread count. u is drawn from the open interval (0, 1) (23 random
 // bits in float, u in [2^-24, 1 - 2^-24], so g in [-2.81, 16.6]; 52 bits in double) and
 // g = -log(-log u). float and double streams differ.
 //
@@ -203,5 +204,64 @@ inline void gumbel_noise(T* g, std::size_t n, std::uint64_t seed, std::uint64_t 
   }
 
 SMAX_GUMBEL_SOFTMAX_FORMS(api::header_only)
+
+// The Eigen forms, stamped by smax/eigen.hpp (which includes Eigen) under its argument rules
+// (row-major objects with contiguous rows, one shape, each argument its own outer stride, the
+// output may be an input but not overlap one partially), on the header-only kernels:
+//   gumbel_softmax(x, noise, y, opts)                gumbel_softmax(x, y, opts, seed, offset)
+//   gumbel_softmax_backward(x, noise, dy, dx, opts)  gumbel_softmax_backward(x, dy, dx, opts, seed, offset)
+// Bit for bit the pointer _rows forms; the seeded ones give element (r, c) counter
+// offset + r·cols + c as they do.
+#define SMAX_GUMBEL_SOFTMAX_EIGEN_FORMS                                                         \
+  template <class X, class G, class Y, ::smax::eigen_detail::if_dense_t<Y> = 0>                 \
+  inline void gumbel_softmax(Eigen::DenseBase<X> const& x, Eigen::DenseBase<G> const& noise,    \
+                             Y&& y, ::smax::gumbel_softmax_options const& opts) noexcept {      \
+    ::smax::eigen_detail::for_rows(                                                             \
+        [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,            \
+            auto const* gp, std::size_t ldx, std::size_t ldg) {                                 \
+          ::smax::api::gumbel_softmax_forward<::smax::api::header_only>(xp, ldx, gp, ldg, yp,   \
+                                                                        ldy, r, c, opts);       \
+        },                                                                                      \
+        y, x.derived(), noise.derived());                                                       \
+  }                                                                                             \
+  template <class X, class Y, ::smax::eigen_detail::if_dense_t<Y> = 0>                          \
+  inline void gumbel_softmax(Eigen::DenseBase<X> const& x, Y&& y,                               \
+                             ::smax::gumbel_softmax_options const& opts, std::uint64_t seed,    \
+                             std::uint64_t offset) noexcept {                                   \
+    ::smax::eigen_detail::for_rows(                                                             \
+        [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,            \
+            std::size_t ldx) {                                                                  \
+          ::smax::api::gumbel_softmax_forward_seeded<::smax::api::header_only>(                 \
+              xp, ldx, yp, ldy, r, c, opts, seed, offset);                                      \
+        },                                                                                      \
+        y, x.derived());                                                                        \
+  }                                                                                             \
+  template <class X, class G, class DY, class DX, ::smax::eigen_detail::if_dense_t<DX> = 0>     \
+  inline void gumbel_softmax_backward(Eigen::DenseBase<X> const& x,                             \
+                                      Eigen::DenseBase<G> const& noise,                         \
+                                      Eigen::DenseBase<DY> const& dy, DX&& dx,                  \
+                                      ::smax::gumbel_softmax_options const& opts) noexcept {    \
+    ::smax::eigen_detail::for_rows(                                                             \
+        [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* xp,          \
+            auto const* gp, auto const* dyp, std::size_t ldx, std::size_t ldg,                  \
+            std::size_t lddy) {                                                                 \
+          ::smax::api::gumbel_softmax_backward<::smax::api::header_only>(                       \
+              xp, ldx, gp, ldg, dyp, lddy, dxp, lddx, r, c, opts);                              \
+        },                                                                                      \
+        dx, x.derived(), noise.derived(), dy.derived());                                        \
+  }                                                                                             \
+  template <class X, class DY, class DX, ::smax::eigen_detail::if_dense_t<DX> = 0>              \
+  inline void gumbel_softmax_backward(Eigen::DenseBase<X> const& x,                             \
+                                      Eigen::DenseBase<DY> const& dy, DX&& dx,                  \
+                                      ::smax::gumbel_softmax_options const& opts,               \
+                                      std::uint64_t seed, std::uint64_t offset) noexcept {      \
+    ::smax::eigen_detail::for_rows(                                                             \
+        [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto const* xp,          \
+            auto const* dyp, std::size_t ldx, std::size_t lddy) {                               \
+          ::smax::api::gumbel_softmax_backward_seeded<::smax::api::header_only>(                \
+              xp, ldx, dyp, lddy, dxp, lddx, r, c, opts, seed, offset);                         \
+        },                                                                                      \
+        dx, x.derived(), dy.derived());                                                         \
+  }
 
 SMAX_END_NAMESPACE

@@ -98,7 +98,7 @@ inline const char* arch_name() noexcept {
   extra_forms(dispatch::chosen)
 SMAX_FAMILIES(SMAX_DETAIL_RUNTIME_FORMS)
 #undef SMAX_DETAIL_RUNTIME_FORMS
-#define SMAX_DETAIL_RUNTIME_OTHER_FORMS(name, forms) forms(dispatch::chosen)
+#define SMAX_DETAIL_RUNTIME_OTHER_FORMS(name, forms, eigen_forms) forms(dispatch::chosen)
 SMAX_OTHER_SHAPE_FAMILIES(SMAX_DETAIL_RUNTIME_OTHER_FORMS)
 #undef SMAX_DETAIL_RUNTIME_OTHER_FORMS
 

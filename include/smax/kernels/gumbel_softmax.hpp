@@ -10,14 +10,20 @@
 // runs softmax's backward in place: dx = (1/tau)·y_soft ⊙ (dy - <dy, y_soft>), for soft and hard
 // alike (straight-through).
 //
-// Seeded noise, element k (k = offset + r·cols + c): the Philox block of counter k under key seed;
-//   float:  u = (w0 >> 9) + 1/2, scaled by 2^-23: 23 random bits, u in [2^-24, 1 - 2^-24];
-//   double: u = ((w0 << 20) | (w1 >> 12)) + 1/2, scaled by 2^-52: u in [2^-53, 1 - 2^-53];
-// so u is never 0 or 1 and is exact in T. g = -log(-log(u)): float with the vector log below
-// (every product kept apart from its sum, so no instruction set fuses them: the same bits on
-// SSE2, AVX2 with FMA and AVX-512), double with libm's log (the same function on every
-// instruction set of one machine). The float generator runs on whole registers on x86
-// (primitives::philox_word0); the double one, and every one elsewhere, element by element.
+// Seeded noise, element k (k = offset + r·cols + c): Philox-4×32-10 blocks under key seed, block b
+// of counter (b low, b high, 0, 0). Sixteen blocks make a group; every word of a block is used:
+//   float:  element 64q + 16w + l   from word w of block 16q + l           (w < 4, l < 16)
+//           u = (word >> 9) + 1/2, scaled by 2^-23: 23 random bits, u in [2^-24, 1 - 2^-24];
+//   double: element 32q + 16h + l   from words 2h, 2h + 1 of block 16q + l  (h < 2)
+//           u = ((w_2h << 20) | (w_2h+1 >> 12)) + 1/2, scaled by 2^-52: u in [2^-53, 1 - 2^-53];
+// so u is never 0 or 1 and is exact in T, and the noise of k depends on (seed, k) alone. A
+// register of consecutive elements holds one word of consecutive blocks, so the vector generator
+// needs no shuffles, and the fixed 16-block layout gives every instruction set and every split of
+// the rows the same noise. g = -log(-log(u)): float with the vector log below (every product kept
+// apart from its sum, so no instruction set fuses them: the same bits on SSE2, AVX2 with FMA and
+// AVX-512), double with libm's log (the same function on every instruction set of one machine).
+// The float generator runs on whole registers on x86 (primitives::philox_interleaved); the double
+// one, and every one elsewhere, a block at a time.
 
 #include <cmath>
 #include <cstddef>
@@ -70,144 +76,175 @@ struct gumbel_softmax_table {
 
 namespace detail {
 
-// log of positive normal floats, Cephes' logf: t = 2^e·m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
-// log t = e·ln2 + f - f²/2 + f³·P(f), ln2 split in two (0.693359375 is exact in 9 bits) so e·ln2
-// adds no rounding of note. About 1 ulp (tests/gumbel_softmax_test.cpp measures the noise).
-// Every product goes through detail::opaque before it is added, so no compiler contracts it into
-// an fma: the result has the same bits on every instruction set.
-template <class A>
-SMAX_ALWAYS_INLINE xsimd::batch<float, A> reproducible_log(xsimd::batch<float, A> const& t) noexcept {
+// log of N registers of positive normal floats, Cephes' logf: t = 2^e·m, m in [sqrt(1/2),
+// sqrt(2)), f = m - 1, log t = e·ln2 + f - f²/2 + f³·P(f), ln2 split in two (0.693359375 is exact
+// in 9 bits) so e·ln2 adds no rounding of note. About 1 ulp (tests/gumbel_softmax_test.cpp
+// measures the noise). Every product goes through detail::opaque before it is added, so no
+// compiler contracts it into an fma: the result has the same bits on every instruction set. The N
+// registers go step by step side by side: each one's polynomial is a chain of dependent
+// operations, and the opaque values keep the compiler from reordering them, so N chains written
+// interleaved are what overlaps them.
+template <class A, std::size_t N>
+SMAX_ALWAYS_INLINE void reproducible_log(xsimd::batch<float, A> (&t)[N]) noexcept {
   using fb = xsimd::batch<float, A>;
   using ib = xsimd::batch<std::int32_t, A>;
   using smax::detail::opaque;
-  ib i = smax::detail::bitcast<std::int32_t>(t);
-  i = i + ib(0x3f800000 - 0x3f3504f3);  // m's exponent becomes 0 exactly when m >= sqrt(1/2)
-  const ib e = (i >> 23) - ib(127);
-  i = (i & ib(0x007fffff)) + ib(0x3f3504f3);
-  const fb f = smax::detail::bitcast<float>(i) - fb(1.0f);
-  const fb fe = xsimd::to_float(e);
-  const fb z = opaque(f * f);
-  fb p(7.0376836292e-2f);
-  p = opaque(p * f) + fb(-1.1514610310e-1f);
-  p = opaque(p * f) + fb(1.1676998740e-1f);
-  p = opaque(p * f) + fb(-1.2420140846e-1f);
-  p = opaque(p * f) + fb(1.4249322787e-1f);
-  p = opaque(p * f) + fb(-1.6668057665e-1f);
-  p = opaque(p * f) + fb(2.0000714765e-1f);
-  p = opaque(p * f) + fb(-2.4999993993e-1f);
-  p = opaque(p * f) + fb(3.3333331174e-1f);
-  fb y = opaque(opaque(p * f) * z);
-  y = y + opaque(fe * fb(-2.12194440e-4f));
-  y = y - opaque(z * fb(0.5f));
-  fb r = f + y;
-  r = r + opaque(fe * fb(0.693359375f));
-  return r;
+  constexpr float c[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+                         -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+                         2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+  fb f[N], fe[N], z[N], p[N];
+  for (std::size_t j = 0; j < N; ++j) {
+    ib i = smax::detail::bitcast<std::int32_t>(t[j]);
+    i = i + ib(0x3f800000 - 0x3f3504f3);  // m's exponent becomes 0 exactly when m >= sqrt(1/2)
+    fe[j] = xsimd::to_float((i >> 23) - ib(127));
+    i = (i & ib(0x007fffff)) + ib(0x3f3504f3);
+    f[j] = smax::detail::bitcast<float>(i) - fb(1.0f);
+    z[j] = opaque(f[j] * f[j]);
+    p[j] = fb(c[0]);
+  }
+  for (std::size_t k = 1; k < sizeof(c) / sizeof(c[0]); ++k)
+    for (std::size_t j = 0; j < N; ++j) p[j] = opaque(p[j] * f[j]) + fb(c[k]);
+  for (std::size_t j = 0; j < N; ++j) {
+    fb y = opaque(opaque(p[j] * f[j]) * z[j]);
+    y = y + opaque(fe[j] * fb(-2.12194440e-4f));
+    y = y - opaque(z[j] * fb(0.5f));
+    t[j] = (f[j] + y) + opaque(fe[j] * fb(0.693359375f));
+  }
 }
 
-// Gumbel noise from the uniforms' integers m (u = (m + 1/2)·2^-23).
-template <class A>
-SMAX_ALWAYS_INLINE xsimd::batch<float, A> gumbel_of(xsimd::batch<std::int32_t, A> const& m) noexcept {
+// Gumbel noise of N registers of the uniforms' integers m (u = (m + 1/2)·2^-23), in place.
+template <class A, std::size_t N>
+SMAX_ALWAYS_INLINE void gumbel_of(xsimd::batch<std::uint32_t, A> const (&m)[N],
+                                  xsimd::batch<float, A> (&g)[N]) noexcept {
   using fb = xsimd::batch<float, A>;
-  const fb u = (xsimd::to_float(m) + fb(0.5f)) * fb(0x1p-23f);  // exact
-  const fb t = fb(0.0f) - reproducible_log<A>(u);                 // in [6e-8, 16.7]
-  return fb(0.0f) - reproducible_log<A>(t);
+  for (std::size_t j = 0; j < N; ++j)  // exact
+    g[j] = (xsimd::to_float(smax::detail::bitcast<std::int32_t>(m[j])) + fb(0.5f)) * fb(0x1p-23f);
+  reproducible_log<A>(g);
+  for (std::size_t j = 0; j < N; ++j) g[j] = fb(0.0f) - g[j];  // in [6e-8, 16.7]
+  reproducible_log<A>(g);
+  for (std::size_t j = 0; j < N; ++j) g[j] = fb(0.0f) - g[j];
 }
 
 template <class A>
-SMAX_ALWAYS_INLINE double uniform_double(primitives::philox_block const& b) noexcept {
-  const std::uint64_t m = (std::uint64_t(b.w[0]) << 20) | (b.w[1] >> 12);
-  return (static_cast<double>(m) + 0.5) * 0x1p-52;
+SMAX_ALWAYS_INLINE double gumbel_double(std::uint32_t high, std::uint32_t low) noexcept {
+  const std::uint64_t m = (std::uint64_t(high) << 20) | (low >> 12);
+  const double u = (static_cast<double>(m) + 0.5) * 0x1p-52;
+  return -::log(-::log(u));
 }
 
-// Chunks of seeded noise: the Philox integers of a chunk first (scalar), then the vector pass.
-constexpr std::size_t noise_chunk = 64;
+// Elements per group of 16 Philox blocks (the layout above).
+template <class T>
+constexpr std::size_t noise_group = sizeof(T) == 4 ? 64 : 32;
 
-// y[i] = base[i] + g(k0 + i) for i < n (base null: y = g). base == y is allowed.
+// Float groups computed at once: four registers of blocks in flight (their rounds and the
+// logarithms' polynomials are chains of dependent operations that overlap side by side).
 template <class A>
-inline void add_seeded_noise(const float* base, float* y, std::size_t n, std::uint64_t seed,
-                             std::uint64_t k0) noexcept {
+constexpr std::size_t float_groups_at_once =
+    xsimd::batch<float, A>::size >= 16 ? 4 : xsimd::batch<float, A>::size == 8 ? 2 : 1;
+
+// The noise of the G float groups from q into out (element 64q + i at out[i]).
+template <class A, std::size_t G>
+SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
+                                           float* out) noexcept {
   using fb = xsimd::batch<float, A>;
-  using ib = xsimd::batch<std::int32_t, A>;
   constexpr std::size_t W = fb::size;
-  static_assert(noise_chunk % W == 0, "chunks of whole registers");
-  alignas(64) std::int32_t m[noise_chunk];
+  static_assert(16 % W == 0, "a register holds part of a group's 16 blocks");
 #if defined(SMAX_PHILOX_VECTOR)
-  // Whole registers with the generator on registers (lane j: counter k + j), except where the
-  // counter's low word would wrap inside the register.
   using ub = xsimd::batch<std::uint32_t, A>;
+  constexpr std::size_t R = 16 / W, K = G * R;  // registers of blocks
   alignas(64) std::uint32_t lane_index[W];
   for (std::size_t j = 0; j < W; ++j) lane_index[j] = std::uint32_t(j);
   const ub lanes = ub::load_aligned(lane_index);
-  const std::uint32_t key0 = std::uint32_t(seed), key1 = std::uint32_t(seed >> 32);
-  std::size_t whole = 0;
-  // Four registers at a time: the generator's rounds and the logarithms' polynomials are chains
-  // of dependent operations, and four of them side by side overlap (noise alone, 4096 elements:
-  // 2.2 -> 2.0 ns an element on AVX-512, 5.3 -> 4.5 on AVX2, 10.7 -> 9.7 on SSE2; the rest is
-  // the generator's ~14 vector operations an element and the two logarithms).
-  constexpr std::size_t K = 4;
-  for (; whole + K * W <= n; whole += K * W) {
-    const std::uint64_t k = k0 + whole;
-    if (std::uint32_t(k) > 0xffffffffu - std::uint32_t(K * W - 1)) break;  // the rest below
-    ub c[K];
-    for (std::size_t j = 0; j < K; ++j) c[j] = ub(std::uint32_t(k + j * W)) + lanes;
-    primitives::philox_word0_interleaved<A, K>(c, std::uint32_t(k >> 32), key0, key1);
+  ub w0[K], w1[K], w2[K], w3[K];
+  for (std::size_t g = 0; g < G; ++g)
+    for (std::size_t j = 0; j < R; ++j) {
+      // 16(q + g) + jW: its low word is a multiple of W, so adding a lane never carries.
+      const std::uint64_t b = (q + g) * 16 + j * W;
+      w0[g * R + j] = ub(std::uint32_t(b)) + lanes;
+      w1[g * R + j] = ub(std::uint32_t(b >> 32));
+    }
+  primitives::philox_interleaved<A, K>(w0, w1, w2, w3, std::uint32_t(seed),
+                                       std::uint32_t(seed >> 32));
+  ub* words[4] = {w0, w1, w2, w3};
+  for (std::size_t w = 0; w < 4; ++w) {
+    ub m[K];
+    for (std::size_t r = 0; r < K; ++r) m[r] = words[w][r] >> 9;
     fb g[K];
-    for (std::size_t j = 0; j < K; ++j)
-      g[j] = gumbel_of<A>(smax::detail::bitcast<std::int32_t>(c[j] >> 9));
-    for (std::size_t j = 0; j < K; ++j) {
-      const fb v = base ? fb::load_unaligned(base + whole + j * W) + g[j] : g[j];
-      v.store_unaligned(y + whole + j * W);
-    }
+    gumbel_of<A>(m, g);
+    // Register r holds lanes jW.. of group g's word w: elements 64g + 16w + jW + lane.
+    for (std::size_t r = 0; r < K; ++r) g[r].store_unaligned(out + 64 * (r / R) + 16 * w + (r % R) * W);
   }
-  for (; whole + W <= n; whole += W) {
-    const std::uint64_t k = k0 + whole;
-    ib mv;
-    if (std::uint32_t(k) <= 0xffffffffu - std::uint32_t(W - 1)) {
-      const ub w0 = primitives::philox_word0<A>(ub(std::uint32_t(k)) + lanes,
-                                                std::uint32_t(k >> 32), key0, key1);
-      mv = smax::detail::bitcast<std::int32_t>(w0 >> 9);
-    } else {
-      for (std::size_t j = 0; j < W; ++j)
-        m[j] = std::int32_t(primitives::philox_element<A>(seed, k + j).w[0] >> 9);
-      mv = ib::load_aligned(m);
+#else
+  using ub = xsimd::batch<std::uint32_t, A>;
+  alignas(64) std::uint32_t m[64 * G];
+  for (std::size_t g = 0; g < G; ++g)
+    for (std::size_t l = 0; l < 16; ++l) {
+      const primitives::philox_block b = primitives::philox_of_counter<A>(seed, (q + g) * 16 + l);
+      for (std::size_t w = 0; w < 4; ++w) m[64 * g + 16 * w + l] = b.w[w] >> 9;
     }
-    const fb g = gumbel_of<A>(mv);
-    const fb v = base ? fb::load_unaligned(base + whole) + g : g;
-    v.store_unaligned(y + whole);
+  constexpr std::size_t K = 4;  // registers side by side
+  static_assert((64 * G) % (K * W) == 0, "whole sets of K registers");
+  for (std::size_t i = 0; i < 64 * G; i += K * W) {
+    ub v[K];
+    fb g[K];
+    for (std::size_t r = 0; r < K; ++r) v[r] = ub::load_aligned(m + i + r * W);
+    gumbel_of<A>(v, g);
+    for (std::size_t r = 0; r < K; ++r) g[r].store_unaligned(out + i + r * W);
   }
-  base = base ? base + whole : base;
-  y += whole;
-  n -= whole;
-  k0 += whole;
 #endif
-  for (std::size_t start = 0; start < n; start += noise_chunk) {
-    const std::size_t len = n - start < noise_chunk ? n - start : noise_chunk;
-    for (std::size_t i = 0; i < len; ++i)
-      m[i] = std::int32_t(primitives::philox_element<A>(seed, k0 + start + i).w[0] >> 9);
-    std::size_t i = 0;
-    for (; i + W <= len; i += W) {
-      const fb g = gumbel_of<A>(ib::load_aligned(m + i));
-      const fb v = base ? fb::load_unaligned(base + start + i) + g : g;
-      v.store_unaligned(y + start + i);
-    }
-    if (i < len) {
-      alignas(64) float tail[W];
-      for (std::size_t j = i; j < len; ++j) m[j - i] = m[j];
-      for (std::size_t j = len - i; j < W; ++j) m[j] = 0;
-      gumbel_of<A>(ib::load_aligned(m)).store_aligned(tail);
-      for (std::size_t j = i; j < len; ++j)
-        y[start + j] = base ? base[start + j] + tail[j - i] : tail[j - i];
-    }
+}
+
+// y[i] = base[i] + g[i] for i < n (base null: y = g). base == y is allowed.
+template <class A, class T>
+SMAX_ALWAYS_INLINE void add_into(const T* base, const T* g, T* y, std::size_t n) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t W = batch::size;
+  std::size_t i = 0;
+  if (base) {
+    for (; i + W <= n; i += W)
+      (batch::load_unaligned(base + i) + batch::load_unaligned(g + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] = base[i] + g[i];
+  } else {
+    for (; i + W <= n; i += W) batch::load_unaligned(g + i).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] = g[i];
+  }
+}
+
+// y[i] = base[i] + g(k0 + i) for i < n (base null: y = g). base == y is allowed. Whole groups
+// are drawn (a call's first and last may be partial: their other elements are not used).
+template <class A>
+inline void add_seeded_noise(const float* base, float* y, std::size_t n, std::uint64_t seed,
+                             std::uint64_t k0) noexcept {
+  constexpr std::size_t G = float_groups_at_once<A>, span = 64 * G;
+  alignas(64) float g[span];
+  for (std::size_t i = 0; i < n;) {
+    const std::uint64_t k = k0 + i;
+    const std::size_t skip = std::size_t(k % 64);
+    float_noise_groups<A, G>(k / 64, seed, g);
+    const std::size_t len = span - skip < n - i ? span - skip : n - i;
+    add_into<A>(base ? base + i : base, g + skip, y + i, len);
+    i += len;
   }
 }
 
 template <class A>
 inline void add_seeded_noise(const double* base, double* y, std::size_t n, std::uint64_t seed,
                              std::uint64_t k0) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
-    const double u = uniform_double<A>(primitives::philox_element<A>(seed, k0 + i));
-    const double g = -::log(-::log(u));
-    y[i] = base ? base[i] + g : g;
+  double g[32];
+  for (std::size_t i = 0; i < n;) {
+    const std::uint64_t k = k0 + i;
+    const std::size_t skip = std::size_t(k % 32);
+    const std::size_t len = 32 - skip < n - i ? 32 - skip : n - i;
+    for (std::size_t l = 0; l < 16; ++l) {
+      // Only the blocks of the elements used: l and 16 + l.
+      const bool low = l >= skip && l < skip + len, high = 16 + l >= skip && 16 + l < skip + len;
+      if (!low && !high) continue;
+      const primitives::philox_block b = primitives::philox_of_counter<A>(seed, (k / 32) * 16 + l);
+      g[l] = gumbel_double<A>(b.w[0], b.w[1]);
+      g[16 + l] = gumbel_double<A>(b.w[2], b.w[3]);
+    }
+    add_into<A>(base ? base + i : base, g + skip, y + i, len);
+    i += len;
   }
 }
 

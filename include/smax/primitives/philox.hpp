@@ -45,11 +45,10 @@ SMAX_ALWAYS_INLINE philox_block philox4x32_10(std::uint32_t c0, std::uint32_t c1
   return {{c0, c1, c2, c3}};
 }
 
-// The block of element k of the stream `seed`: counter (k low, k high, 0, 0), key (seed low,
-// seed high).
+// Block b of the stream `seed`: counter (b low, b high, 0, 0), key (seed low, seed high).
 template <class A>
-SMAX_ALWAYS_INLINE philox_block philox_element(std::uint64_t seed, std::uint64_t k) noexcept {
-  return philox4x32_10<A>(std::uint32_t(k), std::uint32_t(k >> 32), 0u, 0u, std::uint32_t(seed),
+SMAX_ALWAYS_INLINE philox_block philox_of_counter(std::uint64_t seed, std::uint64_t b) noexcept {
+  return philox4x32_10<A>(std::uint32_t(b), std::uint32_t(b >> 32), 0u, 0u, std::uint32_t(seed),
                           std::uint32_t(seed >> 32));
 }
 
@@ -92,47 +91,28 @@ SMAX_ALWAYS_INLINE void philox_mulhilo(xsimd::batch<std::uint32_t, A> const& c, 
   lo = l;
 }
 
-// Word 0 of the blocks of counters (c0 + lane, c1, 0, 0) under key (k0, k1), one lane each:
-// philox4x32_10's rounds on whole registers (the caller keeps c0 + lane from wrapping).
-template <class A>
-SMAX_ALWAYS_INLINE xsimd::batch<std::uint32_t, A> philox_word0(
-    xsimd::batch<std::uint32_t, A> c0, std::uint32_t c1_scalar, std::uint32_t k0,
-    std::uint32_t k1) noexcept {
-  using ub = xsimd::batch<std::uint32_t, A>;
-  ub c1(c1_scalar), c2(0u), c3(0u);
-  for (int round = 0; round < 10; ++round) {
-    ub hi0, lo0, hi1, lo1;
-    philox_mulhilo<A>(c0, 0xD2511F53u, hi0, lo0);
-    philox_mulhilo<A>(c2, 0xCD9E8D57u, hi1, lo1);
-    c0 = hi1 ^ c1 ^ ub(k0);
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ ub(k1);
-    c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return c0;
-}
-
-// The same for K registers of counters at once, their rounds interleaved: one register's rounds
-// are a chain of dependent products, and K chains keep the multiplier busy.
+// The four words of the blocks of counters (w0, w1, 0, 0) under key (k0, k1), one block a lane,
+// K registers at once: philox4x32_10's rounds on whole registers, interleaved, since one
+// register's rounds are a chain of dependent products and K chains keep the multiplier busy.
+// On entry w0 and w1 hold the counters' low and high words; on return w0..w3 the block's words.
 template <class A, std::size_t K>
-SMAX_ALWAYS_INLINE void philox_word0_interleaved(xsimd::batch<std::uint32_t, A> (&c0)[K],
-                                                 std::uint32_t c1_scalar, std::uint32_t k0,
-                                                 std::uint32_t k1) noexcept {
+SMAX_ALWAYS_INLINE void philox_interleaved(xsimd::batch<std::uint32_t, A> (&w0)[K],
+                                           xsimd::batch<std::uint32_t, A> (&w1)[K],
+                                           xsimd::batch<std::uint32_t, A> (&w2)[K],
+                                           xsimd::batch<std::uint32_t, A> (&w3)[K],
+                                           std::uint32_t k0, std::uint32_t k1) noexcept {
   using ub = xsimd::batch<std::uint32_t, A>;
-  ub c1[K], c2[K], c3[K];
-  for (std::size_t j = 0; j < K; ++j) c1[j] = ub(c1_scalar), c2[j] = ub(0u), c3[j] = ub(0u);
+  for (std::size_t j = 0; j < K; ++j) w2[j] = ub(0u), w3[j] = ub(0u);
   for (int round = 0; round < 10; ++round) {
     const ub key0(k0), key1(k1);
     for (std::size_t j = 0; j < K; ++j) {
       ub hi0, lo0, hi1, lo1;
-      philox_mulhilo<A>(c0[j], 0xD2511F53u, hi0, lo0);
-      philox_mulhilo<A>(c2[j], 0xCD9E8D57u, hi1, lo1);
-      c0[j] = hi1 ^ c1[j] ^ key0;
-      c1[j] = lo1;
-      c2[j] = hi0 ^ c3[j] ^ key1;
-      c3[j] = lo0;
+      philox_mulhilo<A>(w0[j], 0xD2511F53u, hi0, lo0);
+      philox_mulhilo<A>(w2[j], 0xCD9E8D57u, hi1, lo1);
+      w0[j] = hi1 ^ w1[j] ^ key0;
+      w1[j] = lo1;
+      w2[j] = hi0 ^ w3[j] ^ key1;
+      w3[j] = lo0;
     }
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;

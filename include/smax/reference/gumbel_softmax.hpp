@@ -33,15 +33,22 @@ inline philox_words philox4x32_10(philox_words c, std::uint32_t k0, std::uint32_
   return c;
 }
 
-// The uniform of element k (the library's construction, exact in T).
+// The uniform of element k (the library's construction, exact in T): sixteen blocks make a group
+// of 64 floats (element 64q + 16w + l from word w of block 16q + l) or 32 doubles (element
+// 32q + 16h + l from words 2h and 2h + 1 of block 16q + l); block b has counter (b low, b high,
+// 0, 0) and key (seed low, seed high).
 template <class T>
 long double gumbel_uniform(std::uint64_t seed, std::uint64_t k) {
-  const philox_words b =
-      philox4x32_10(philox_words{{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(k >> 32),
-                                  0u, 0u}},
-                    static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
-  if (sizeof(T) == 4) return (static_cast<long double>(b.w[0] >> 9) + 0.5L) * 0x1p-23L;
-  const std::uint64_t m = (static_cast<std::uint64_t>(b.w[0]) << 20) | (b.w[1] >> 12);
+  const bool single = sizeof(T) == 4;
+  const std::uint64_t per_group = single ? 64 : 32, q = k / per_group, r = k % per_group;
+  const std::uint64_t block = 16 * q + r % 16, part = r / 16;
+  const philox_words b = philox4x32_10(
+      philox_words{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 0u,
+                    0u}},
+      static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+  if (single) return (static_cast<long double>(b.w[part] >> 9) + 0.5L) * 0x1p-23L;
+  const std::uint64_t m =
+      (static_cast<std::uint64_t>(b.w[2 * part]) << 20) | (b.w[2 * part + 1] >> 12);
   return (static_cast<long double>(m) + 0.5L) * 0x1p-52L;
 }
 
