@@ -41,6 +41,20 @@ const std::map<std::string, std::string>& implementation_descriptions() {
       {"smax_online", "smax, header-only, with the online (one-pass max and sum) algorithm forced"},
       {"smax_two_pass",
        "smax, header-only, with the two-pass algorithm (Dukhan & Ablavatski) forced"},
+      {"smax_avx512",
+       "smax's AVX-512 kernels from the runtime-dispatch tables, without the header-only API "
+       "around them: beside smax_avx2, the instruction set's share"},
+      {"smax_k64", "top-k softmax with k = 64 (smax is k = 8)"},
+      {"sort_baseline",
+       "1.5-entmax as deep-spin/entmax computes it: a full sort, prefix sums, the closed-form "
+       "threshold (scalar)"},
+      {"pow_baseline",
+       "alpha-entmax as deep-spin/entmax's bisection computes it: 50 full sweeps with std::pow "
+       "(scalar)"},
+      {"nth_element_baseline",
+       "top-k softmax as a user writes it: std::nth_element for the k-th value, then softmax's "
+       "exponentials over the selected entries (k = 8)"},
+      {"nth_element_baseline_k64", "nth_element_baseline with k = 64"},
       {"smax_avx2",
        "smax's AVX2+FMA kernels from the runtime-dispatch tables: what a CPU without "
        "AVX-512 runs"},
@@ -90,8 +104,10 @@ void print_help() {
       "\n"
       "Names: family/implementation/n, or family/implementation/ROWSxCOLS for a batch of rows.\n"
       "  family          softmax, log_softmax, sparsemax, softpick, multimax, ssmax, sigmoid,\n"
-      "                  sigmoid_attention; <family>_latency (single rows, each call's input "
-      "waiting\n"
+      "                  sigmoid_attention, stablemax, log_stablemax, sa_softmax(_plain),\n"
+      "                  softplus_l1, unified_max_softmax, entmax15, entmax_bisect, topk_softmax,\n"
+      "                  adaptive_softmax, gumbel_softmax(_seeded);\n"
+      "                  <family>_latency (single rows, each call's input waiting\n"
       "                  for the previous call's output: latency, not throughput); roof (memory).\n"
       "  n               elements per row; a batch runs ROWS rows of COLS in one call.\n"
       "  Select with --benchmark_filter=<regex>, e.g. '^softmax/(smax|onednn)/4096$'.\n"

@@ -5,13 +5,18 @@
 // API (the instruction set of this translation unit's flags) and smax::runtime (the best one the
 // CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
 
+#include <smax/reference/adaptive_softmax.hpp>
+#include <smax/reference/entmax15.hpp>
+#include <smax/reference/entmax_bisect.hpp>
 #include <smax/reference/gumbel_softmax.hpp>
 #include <smax/reference/multimax.hpp>
+#include <smax/reference/sa_softmax.hpp>
 #include <smax/reference/sigmoid.hpp>
 #include <smax/reference/softmax.hpp>
 #include <smax/reference/softpick.hpp>
 #include <smax/reference/softplus_l1.hpp>
 #include <smax/reference/topk_softmax.hpp>
+#include <smax/reference/unified_max.hpp>
 #include <smax/reference/sparsemax.hpp>
 #include <smax/reference/ssmax.hpp>
 #include <smax/reference/stablemax.hpp>
@@ -193,6 +198,68 @@ std::vector<family<T>> families() {
        [](const T* x, T* y, std::size_t n) {
          smax::runtime::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{}, 7, 0);
        }},
+      {"sigmoid_attention", kind::sigmoid,
+       [](const T* x, T* y, std::size_t n) {
+         smax::sigmoid_attention(x, y, n, smax::sigmoid_attention_options{64});
+       }},
+      {"runtime::sigmoid_attention", kind::sigmoid,
+       [](const T* x, T* y, std::size_t n) {
+         smax::runtime::sigmoid_attention(x, y, n, smax::sigmoid_attention_options{64});
+       }},
+      {"sa_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::sa_softmax(x, y, n); }},
+      {"sa_softmax plain", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::sa_softmax(x, y, n, smax::sa_softmax_options{false});
+       }},
+      {"sa_softmax zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::sa_softmax(x, y, n, smax::sa_softmax_options{true, true});
+       },
+       true},
+      {"runtime::sa_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::sa_softmax(x, y, n); }},
+      // phi = 6 within [-80, 80]: the fast path on the ordinary rows below (|x| <= 4), the
+      // fallback on the special ones.
+      {"unified_max_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::unified_max_softmax(x, y, n, smax::unified_max_options{6.0, -80.0, 80.0});
+       }},
+      {"runtime::unified_max_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::runtime::unified_max_softmax(x, y, n, smax::unified_max_options{6.0, -80.0, 80.0});
+       }},
+      {"entmax15", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::entmax15(x, y, n); }},
+      {"entmax15 zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::entmax15(x, y, n, smax::entmax15_options{true});
+       },
+       true},
+      {"runtime::entmax15", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::entmax15(x, y, n); }},
+      {"entmax_bisect", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::entmax_bisect(x, y, n); }},
+      {"entmax_bisect alpha=1.3", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::entmax_bisect(x, y, n, smax::entmax_bisect_options{1.3});
+       }},
+      {"entmax_bisect zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::entmax_bisect(x, y, n, smax::entmax_bisect_options{1.5, 0, true});
+       },
+       true},
+      {"runtime::entmax_bisect", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::entmax_bisect(x, y, n); }},
+      {"adaptive_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::adaptive_softmax(x, y, n); }},
+      {"adaptive_softmax zero_masked_rows", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         smax::adaptive_softmax(x, y, n, smax::adaptive_softmax_options{true});
+       },
+       true},
+      {"runtime::adaptive_softmax", kind::normalising,
+       [](const T* x, T* y, std::size_t n) { smax::runtime::adaptive_softmax(x, y, n); }},
   };
   return f;
 }
@@ -294,8 +361,17 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
                                    : std::log(static_cast<long double>(n)) / std::log(64.0L));
   if (name == "topk_softmax")
     return ref::topk_softmax(x, n, original.find("k=300") != std::string::npos ? 300 : 8);
+  if (name == "sa_softmax")
+    return ref::sa_softmax(x, n, original.find("plain") == std::string::npos);
+  if (name == "unified_max_softmax") return ref::unified_max_softmax(x, n, 6.0L, -80.0L, 80.0L).y;
+  if (name == "entmax15") return ref::entmax15(x, n).y;
+  if (name == "entmax_bisect")
+    return ref::entmax_bisect(x, n, original.find("alpha=1.3") != std::string::npos ? 1.3L : 1.5L)
+        .y;
+  if (name == "adaptive_softmax") return ref::adaptive_softmax(x, n);
+  const long double bias = name == "sigmoid_attention" ? -std::log(64.0L) : 0.0L;
   std::vector<long double> y(n);
-  for (std::size_t i = 0; i < n; ++i) y[i] = ref::sigmoid(x[i]);
+  for (std::size_t i = 0; i < n; ++i) y[i] = ref::sigmoid(static_cast<long double>(x[i]) + bias);
   return y;
 }
 

@@ -87,6 +87,46 @@ std::vector<call<T>> every_public_call() {
       [](const T* x, T* y, std::size_t n) { smax::sigmoid_attention(x, y, n); });
   add("sigmoid_backward",
       [](const T* x, T* y, std::size_t n) { smax::sigmoid_backward(x, x, y, n); });
+  add("stablemax", [](const T* x, T* y, std::size_t n) { smax::stablemax(x, y, n); });
+  add("stablemax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::stablemax_backward(x, x, x, y, n); });
+  add("sa_softmax", [](const T* x, T* y, std::size_t n) { smax::sa_softmax(x, y, n); });
+  add("sa_softmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::sa_softmax_backward(x, x, x, y, n); });
+  add("softplus_l1",
+      [](const T* x, T* y, std::size_t n) { smax::softplus_l1(x, y, n, {64.0}); });
+  add("softplus_l1_backward", [](const T* x, T* y, std::size_t n) {
+    smax::softplus_l1_backward(x, x, x, y, n, {64.0});
+  });
+  add("unified_max_softmax", [](const T* x, T* y, std::size_t n) {
+    smax::unified_max_softmax(x, y, n, smax::unified_max_options{6.0, -80.0, 80.0});
+  });
+  // entmax15, entmax_bisect and topk_softmax keep per-thread scratch buffers; adaptive_softmax
+  // sets the flush-to-zero guard.
+  add("entmax15", [](const T* x, T* y, std::size_t n) { smax::entmax15(x, y, n); });
+  add("entmax15_backward",
+      [](const T* x, T* y, std::size_t n) { smax::entmax15_backward(x, x, y, n); });
+  add("entmax15_loss", [](const T* x, T* y, std::size_t n) {
+    if (n) y[0] = smax::entmax15_loss(x, n, 0);
+  });
+  add("entmax_bisect", [](const T* x, T* y, std::size_t n) { smax::entmax_bisect(x, y, n); });
+  add("entmax_bisect alpha=1.3", [](const T* x, T* y, std::size_t n) {
+    smax::entmax_bisect(x, y, n, smax::entmax_bisect_options{1.3});
+  });
+  add("entmax_bisect_backward",
+      [](const T* x, T* y, std::size_t n) { smax::entmax_bisect_backward(x, x, y, n); });
+  add("topk_softmax", [](const T* x, T* y, std::size_t n) { smax::topk_softmax(x, y, n, {8}); });
+  add("topk_softmax k=200",
+      [](const T* x, T* y, std::size_t n) { smax::topk_softmax(x, y, n, {200}); });
+  add("topk_softmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::topk_softmax_backward(x, x, y, n, {8}); });
+  add("adaptive_softmax",
+      [](const T* x, T* y, std::size_t n) { smax::adaptive_softmax(x, y, n); });
+  add("adaptive_softmax_backward",
+      [](const T* x, T* y, std::size_t n) { smax::adaptive_softmax_backward(x, x, x, y, n); });
+  add("gumbel_softmax seeded", [](const T* x, T* y, std::size_t n) {
+    smax::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{0.5}, 11, 0);
+  });
   // Runtime-dispatched forms.
   add("runtime::softmax", [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); });
   add("runtime::softmax online T=2",
@@ -116,6 +156,18 @@ std::vector<call<T>> every_public_call() {
       [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid_attention(x, y, n); });
   add("runtime::sigmoid_backward",
       [](const T* x, T* y, std::size_t n) { smax::runtime::sigmoid_backward(x, x, y, n); });
+  add("runtime::entmax15", [](const T* x, T* y, std::size_t n) { smax::runtime::entmax15(x, y, n); });
+  add("runtime::entmax_bisect",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::entmax_bisect(x, y, n); });
+  add("runtime::topk_softmax",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::topk_softmax(x, y, n, {8}); });
+  add("runtime::adaptive_softmax",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::adaptive_softmax(x, y, n); });
+  add("runtime::sa_softmax",
+      [](const T* x, T* y, std::size_t n) { smax::runtime::sa_softmax(x, y, n); });
+  add("runtime::gumbel_softmax seeded", [](const T* x, T* y, std::size_t n) {
+    smax::runtime::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{0.5}, 11, 0);
+  });
   return c;
 }
 

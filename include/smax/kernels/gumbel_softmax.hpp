@@ -215,12 +215,18 @@ SMAX_ALWAYS_INLINE void add_into(const T* base, const T* g, T* y, std::size_t n)
 template <class A>
 inline void add_seeded_noise(const float* base, float* y, std::size_t n, std::uint64_t seed,
                              std::uint64_t k0) noexcept {
-  constexpr std::size_t G = float_groups_at_once<A>, span = 64 * G;
-  alignas(64) float g[span];
+  constexpr std::size_t G = float_groups_at_once<A>;
+  alignas(64) float g[64 * G];
   for (std::size_t i = 0; i < n;) {
     const std::uint64_t k = k0 + i;
     const std::size_t skip = std::size_t(k % 64);
-    float_noise_groups<A, G>(k / 64, seed, g);
+    // G groups at once while the call needs all of them, then one at a time (short rows).
+    const bool all = skip + (n - i) > 64 * (G - 1);
+    if (all)
+      float_noise_groups<A, G>(k / 64, seed, g);
+    else
+      float_noise_groups<A, 1>(k / 64, seed, g);
+    const std::size_t span = all ? 64 * G : 64;
     const std::size_t len = span - skip < n - i ? span - skip : n - i;
     add_into<A>(base ? base + i : base, g + skip, y + i, len);
     i += len;
