@@ -545,4 +545,23 @@ TEST(entmax_bisect_api, forms_and_options) {
   for (std::size_t i = 0; i < 300; ++i) EXPECT_NEAR(yd[i], static_cast<double>(r.y[i]), 1e-12);
 }
 
+// Rows longer than the stack's 256 take the per-thread scratch array; when it cannot be allocated
+// (the test seam makes the allocation fail) the row is NaN, as the header says. Shorter rows and
+// the next call after the failure are unaffected.
+TYPED_TEST(entmax_bisect_test, scratch_failure_gives_nan_row) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using A = typename TypeParam::arch;
+  const auto x = random_row<T>(3000, 8.0, 0.0, 21);
+  const auto short_row = random_row<T>(200, 8.0, 0.0, 22);
+  const auto short_before = entmax_of<TypeParam>(short_row, 1.5);
+  smax::primitives::scratch_limit<A> = 0;
+  const auto failed = entmax_of<TypeParam>(x, 1.5);
+  const auto short_during = entmax_of<TypeParam>(short_row, 1.5);
+  smax::primitives::scratch_limit<A> = ~std::size_t(0);
+  for (T v : failed) EXPECT_TRUE(std::isnan(v));
+  EXPECT_EQ(short_during, short_before);
+  EXPECT_TRUE((matches_reference<TypeParam>(x, 1.5)));
+}
+
 }  // namespace

@@ -492,7 +492,7 @@ TYPED_TEST(sparsemax_test, scratch_allocation_failure_gives_nan) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   struct failing_allocation {
-    std::size_t& limit = smax::kernels::sparsemax_detail::scratch_limit<typename TypeParam::arch>;
+    std::size_t& limit = smax::primitives::scratch_limit<typename TypeParam::arch>;
     failing_allocation() { limit = 0; }
     ~failing_allocation() { limit = ~std::size_t(0); }
   };

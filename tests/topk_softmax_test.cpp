@@ -431,10 +431,10 @@ TYPED_TEST(topk_softmax_test, scratch_failure_gives_nan_row) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using A = typename TypeParam::arch;
   const auto x = random_row<T>(2000, 4.0, 0.0, 3);
-  smax::kernels::topk_detail::scratch_limit<A> = 0;
+  smax::primitives::scratch_limit<A> = 0;
   const auto failed = topk_of<TypeParam>(x, 300);
   const auto small = topk_of<TypeParam>(x, 100);  // on the stack: unaffected
-  smax::kernels::topk_detail::scratch_limit<A> = ~std::size_t(0);
+  smax::primitives::scratch_limit<A> = ~std::size_t(0);
   for (T v : failed) EXPECT_TRUE(std::isnan(v));
   EXPECT_EQ(small, topk_of<TypeParam>(x, 100));
   EXPECT_TRUE((matches_topk_reference<TypeParam>(x, 100)));

@@ -42,6 +42,7 @@
 #include "../primitives/log.hpp"
 #include "../primitives/partial.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/scratch.hpp"
 #include "../primitives/special.hpp"
 
 namespace smax {
@@ -87,28 +88,6 @@ SMAX_ALWAYS_INLINE xsimd::batch<T, A> power(xsimd::batch<T, A> const& u,
     const batch e = primitives::exp_nonpositive<true>(p * primitives::log_normal<A>(v));
     return xsimd::select(positive, e, zero);
   }
-}
-
-// A per-thread scratch array of T, grown with realloc and never shrunk. Null when the allocation
-// fails.
-template <class A, class T>
-struct scratch_buffer {
-  T* data = nullptr;
-  std::size_t capacity = 0;
-  ~scratch_buffer() { ::free(data); }
-};
-
-template <class A, class T>
-inline T* scratch(std::size_t n) noexcept {
-  static thread_local scratch_buffer<A, T> buffer;
-  if (buffer.capacity < n) {
-    const std::size_t want = n < 1024 ? 1024 : n;
-    void* p = ::realloc(buffer.data, want * sizeof(T));
-    if (p == nullptr) return nullptr;
-    buffer.data = static_cast<T*>(p);
-    buffer.capacity = want;
-  }
-  return buffer.data;
 }
 
 template <class A, class T>
@@ -365,7 +344,7 @@ inline entmax_bisect_row_state<T> row_threshold(const T* x, std::size_t n, doubl
   constexpr std::size_t width = xsimd::batch<T, A>::size;
   constexpr std::size_t stack = 256;
   alignas(64) T local[stack + width];
-  T* c = n <= stack ? local : scratch<A, T>(n + width);
+  T* c = n <= stack ? local : primitives::scratch<A, T>(n + width);
   if (c == nullptr) return nan_state<A>(T(0));
   return threshold_with<P, A>(x, n, alpha, n_iter, c);
 }

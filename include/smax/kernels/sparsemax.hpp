@@ -36,6 +36,7 @@
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/scratch.hpp"
 
 namespace smax {
 namespace kernels {
@@ -75,36 +76,10 @@ struct descending {
   bool operator()(double a, double b) const noexcept { return a > b; }
 };
 
-// A per-thread scratch buffer of doubles, grown with malloc and never shrunk. Null when the
-// allocation fails.
-template <class A>
-struct scratch_buffer {
-  double* data = nullptr;
-  std::size_t capacity = 0;
-  ~scratch_buffer() { ::free(data); }
-};
-
-#if defined(SMAX_TESTING)
-// Test-only seam (defined by the test build alone): a request for more doubles than this fails
-// as an allocation failure would.
-template <class A>
-inline std::size_t scratch_limit = ~std::size_t(0);
-#endif
-
+// The per-thread scratch (primitives/scratch.hpp), as doubles.
 template <class A>
 inline double* scratch(std::size_t n) noexcept {
-#if defined(SMAX_TESTING)
-  if (n > scratch_limit<A>) return nullptr;
-#endif
-  static thread_local scratch_buffer<A> buffer;
-  if (buffer.capacity < n) {
-    std::size_t want = n < 1024 ? 1024 : n;
-    void* p = ::realloc(buffer.data, want * sizeof(double));
-    if (p == nullptr) return nullptr;
-    buffer.data = static_cast<double*>(p);
-    buffer.capacity = want;
-  }
-  return buffer.data;
+  return primitives::scratch<A, double>(n);
 }
 
 template <class A, class T>

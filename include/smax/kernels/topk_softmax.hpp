@@ -52,6 +52,7 @@
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
 #include "../primitives/reduce_max.hpp"
+#include "../primitives/scratch.hpp"
 #include "../primitives/register_row.hpp"
 #include "../primitives/special.hpp"
 #include "../primitives/stream.hpp"
@@ -76,37 +77,6 @@ struct topk_softmax_table {
 };
 
 namespace topk_detail {
-
-// A per-thread scratch buffer for candidate lists longer than the stack's, grown with malloc and
-// never shrunk. Null when the allocation fails.
-template <class A>
-struct scratch_buffer {
-  void* data = nullptr;
-  std::size_t capacity = 0;
-  ~scratch_buffer() { ::free(data); }
-};
-
-#if defined(SMAX_TESTING)
-// Test-only seam (defined by the test build alone): a request for more bytes than this fails as
-// an allocation failure would.
-template <class A>
-inline std::size_t scratch_limit = ~std::size_t(0);
-#endif
-
-template <class A>
-inline void* scratch(std::size_t bytes) noexcept {
-#if defined(SMAX_TESTING)
-  if (bytes > scratch_limit<A>) return nullptr;
-#endif
-  static thread_local scratch_buffer<A> buffer;
-  if (buffer.capacity < bytes) {
-    void* p = ::realloc(buffer.data, bytes);
-    if (p == nullptr) return nullptr;
-    buffer.data = p;
-    buffer.capacity = bytes;
-  }
-  return buffer.data;
-}
 
 // The lanes of a comparison as bits (lane i at bit i).
 template <class A, class T>
@@ -582,7 +552,7 @@ inline void topk_softmax_row(const T* x, T* y, std::size_t n, std::size_t k) noe
     constexpr std::size_t align = 64;
     const std::size_t values = (c.capacity * sizeof(T) + 2 * align - 1) / align * align;
     char* p = static_cast<char*>(
-        scratch<A>(2 * values + c.capacity * sizeof(std::size_t) + align));
+        primitives::scratch_bytes<A>(2 * values + c.capacity * sizeof(std::size_t) + align));
     if (p == nullptr) return fill<A>(y, n, nan);  // allocation failure: documented NaN row
     p += (align - reinterpret_cast<std::uintptr_t>(p) % align) % align;
     c.value = reinterpret_cast<T*>(p);
