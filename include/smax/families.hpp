@@ -5,7 +5,8 @@
 // (cmake/smax_dispatch_arch.cpp.in). A new family adds its header here, one X(...) line to
 // SMAX_FAMILIES and, if it brings a kernel table of its own, one to SMAX_KERNEL_TABLES.
 //
-// Gumbel-softmax, whose forms take two inputs or a seed, is in SMAX_OTHER_SHAPE_FAMILIES below.
+// Gumbel-softmax, whose forms take two inputs or a seed, and softmax + top-K, whose forms return
+// K values and indices, are in SMAX_OTHER_SHAPE_FAMILIES below.
 //
 // X(name, extra forms): api::name##_family describes the family (api/entry.hpp); the extra forms
 // are a macro of the family header that stamps its functions beyond the common set for a
@@ -21,6 +22,7 @@
 #include "sa_softmax.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
+#include "softmax_topk.hpp"
 #include "softpick.hpp"
 #include "softplus_l1.hpp"
 #include "sparsemax.hpp"
@@ -53,7 +55,9 @@
 // Families whose forms do not fit SMAX_FAMILY's (x, y, n [, opts]) shape: X(name, forms), with
 // forms(Dispatch) a macro of the family header that stamps all of them for a dispatcher. They have
 // no Eigen overloads and are not in the family-matrix test (their own tests check their forms).
-#define SMAX_OTHER_SHAPE_FAMILIES(X) X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS)
+#define SMAX_OTHER_SHAPE_FAMILIES(X)         \
+  X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS) \
+  X(softmax_topk, SMAX_SOFTMAX_TOPK_FORMS)
 
 #define SMAX_KERNEL_TABLES(X)     \
   X(softmax_table)          \
@@ -70,4 +74,5 @@
   X(entmax_bisect_table)    \
   X(topk_softmax_table)     \
   X(adaptive_softmax_table) \
-  X(gumbel_softmax_table)
+  X(gumbel_softmax_table)   \
+  X(softmax_topk_table)
