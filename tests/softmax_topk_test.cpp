@@ -91,7 +91,7 @@ template <class C, class T>
 
 template <class T>
 std::vector<std::size_t> ks_for(std::size_t n) {
-  std::vector<std::size_t> ks = {0, 1, 2, 5, 32, 33, 64, n / 2, n, n + 3};
+  std::vector<std::size_t> ks = {0, 1, 2, 5, 8, 9, 33, 64, n / 2, n, n + 3};
   if (n > 0) ks.push_back(n - 1);
   return ks;
 }
@@ -114,7 +114,7 @@ TYPED_TEST(softmax_topk_test, long_rows_and_orders) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537),
                         std::size_t(1000000)})
-    for (std::size_t k : {std::size_t(1), std::size_t(5), std::size_t(32), std::size_t(33),
+    for (std::size_t k : {std::size_t(1), std::size_t(5), std::size_t(8), std::size_t(9),
                           std::size_t(64), std::size_t(300)}) {
       if (n == 1000000 && k > 64) continue;
       auto x = random_row<T>(n, 40.0, 5.0, static_cast<unsigned>(n + k));
@@ -176,7 +176,7 @@ TYPED_TEST(softmax_topk_test, ties_go_to_the_lower_index) {
   }
   for (std::size_t n : {std::size_t(1), TypeParam::width + 1, 5 * TypeParam::width + 3,
                         std::size_t(9000)})
-    for (std::size_t k : {std::size_t(1), std::size_t(3), std::size_t(32), std::size_t(33),
+    for (std::size_t k : {std::size_t(1), std::size_t(3), std::size_t(8), std::size_t(9),
                           std::size_t(100)}) {
       const std::vector<T> equal(n, T(-1.5));
       EXPECT_TRUE((matches_topk<TypeParam>(equal, k)));  // indices 0, 1, ...

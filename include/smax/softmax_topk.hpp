@@ -11,7 +11,7 @@
 //
 // One pass: softmax's online normaliser (running maximum m and exp-sum d, per cache-resident
 // block) with the selection on each block while it is in L1: whole registers compared with the
-// current K-th value, the rare lanes above it inserted into a sorted list (K <= 32) or a heap
+// current K-th value, the rare lanes above it inserted into a sorted list (K <= 8) or a heap
 // (larger K) held in the caller's values/indices arrays. Only the K selected entries are
 // exponentiated, exp((x - m)/T)/d, in long double.
 //

@@ -53,8 +53,9 @@ struct softmax_topk_table {
 namespace softmax_topk_detail {
 
 // Capacities above this keep a heap instead of a sorted list: an insertion into the list moves
-// up to K entries, into the heap log2 K.
-constexpr std::size_t list_max = 32;
+// up to K entries, into the heap log2 K. Measured on random and ascending rows of 1000 to 32000
+// floats, the list is as fast at K = 8 and the heap faster from K = 16 on.
+constexpr std::size_t list_max = 8;
 
 // The K best entries so far, in the caller's arrays (capacity cap >= 1): a list sorted by value
 // descending (ties by index ascending), or a heap whose root is the worst entry.
@@ -152,7 +153,7 @@ inline void select_block(selection<A, T>& s, const T* x, std::size_t first,
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   T t = s.threshold();
-  auto lanes = [&](std::size_t at, std::uint32_t bits) SMAX_LAMBDA_ALWAYS_INLINE {
+  auto lanes = [&](std::size_t at, std::uint32_t bits) SMAX_INLINE_LAMBDA {
     while (bits) {
       const std::size_t lane = static_cast<std::size_t>(__builtin_ctz(bits));
       bits &= bits - 1;
@@ -255,6 +256,7 @@ inline long double probability(T u, row_state<T> const& s, scale_kind kind, T te
 template <class A, class T>
 inline void forward_row(const T* x, std::size_t n, std::size_t k, T* values,
                         std::int64_t* indices, T temperature) noexcept {
+  if (k == 0) return;  // nothing to write (and the selection needs a capacity >= 1)
   const T nan = static_cast<T>(__builtin_nan(""));
   const T inv_t = T(1) / temperature;
   if (!detail::valid_temperature<A>(temperature) || !(inv_t > T(0)))
@@ -266,7 +268,7 @@ inline void forward_row(const T* x, std::size_t n, std::size_t k, T* values,
   const row_state<T> s =
       reduce<A>(x, n, kind, temperature, inv_t,
                 [&sel](const T* block, std::size_t first, std::size_t len)
-                    SMAX_LAMBDA_ALWAYS_INLINE { select_block<A>(sel, block, first, len); });
+                    SMAX_INLINE_LAMBDA { select_block<A>(sel, block, first, len); });
   if (s.max != s.max) return fill_slots<A>(values, indices, 0, k, nan, -1);
   // An all-masked row selects nothing (count = 0): every slot is padding.
   sel.finish();
