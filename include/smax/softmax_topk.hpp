@@ -13,7 +13,8 @@
 // block) with the selection on each block while it is in L1: whole registers compared with the
 // current K-th value, the rare lanes above it inserted into a sorted list (K <= 8) or a heap
 // (larger K) held in the caller's values/indices arrays. Only the K selected entries are
-// exponentiated, exp((x - m)/T)/d, in long double.
+// exponentiated, exp((x - m)/T)/d, in double with the difference (x - m)/T carried to twice
+// double's precision.
 //
 // Backward: dx = (1/T)·y ⊙ (g - <g, y>), with y = softmax(x/T) and g the dvalues scattered to
 // indices (0 elsewhere; indices outside [0, n), such as the padding -1, are skipped). m and d are
@@ -34,7 +35,7 @@
 //                  tests/softmax_topk_test.cpp against long double on every instruction set.
 //   Valid range:   any finite x up to ±FLT_MAX ([3e38, -3e38, 1e38], k = 2 -> values [1, 0],
 //                  indices [0, 2]), rows of any length (tested to 10^6), any k (k > n pads).
-//                  Values below FLT_MIN may be flushed to 0.
+//                  Values and gradients below FLT_MIN (DBL_MIN) may be flushed to 0.
 //   Bad input:     k = 0 writes nothing. n = 0 writes k slots (0, -1) (the backward nothing).
 //                  -inf entries are masked: never selected (a row with fewer than k other entries
 //                  pads with (0, -1)); backward 0. A row of only -inf gives k slots (0, -1) and a

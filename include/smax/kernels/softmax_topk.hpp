@@ -10,12 +10,13 @@
 // for small K, a heap (worst at the root) for large K. The strict > is the tie rule: an entry
 // equal to the current K-th does not displace it, so of equal entries the lower index wins.
 // Masked entries (-inf) never pass. At the end only the K selected are exponentiated:
-// exp((u - m)/T)/d in long double, with d the pass's sum.
+// exp((u - m)/T)/d in double with (u - m)/T carried as hi + lo, with d the pass's sum.
 //
 // Backward: dx = (1/T)·y ⊙ (g - s), g = dvalues scattered to indices, s = <g, y>. m and d are
 // recomputed by the same online pass (nothing of the forward's output is trusted), s from the K
-// entries' probabilities in long double, then one pass writes dx = -(s/T)·y and the K selected
-// entries are overwritten with y·(g - s)/T, formed in long double (no cancellation of -s·y + g·y).
+// entries' probabilities summed in long double, then one pass writes dx = -(s/T)·y and the K
+// selected entries are overwritten with y·(g - s)/T, formed in long double (no cancellation of
+// -s·y + g·y).
 //
 // Members are defined out of class and every helper is templated on A (see kernels/softmax.hpp).
 
@@ -235,22 +236,36 @@ inline row_state<T> reduce(const T* x, std::size_t n, scale_kind kind, T tempera
   return {s.max, s.sum, s.min};
 }
 
-// exp((u - m)/T)/d for one entry, in long double (the pass's d is relative to that shift: for
-// the vector pass exactly m·(1/T), whose 1/T is the one rounded to T; for the wide form the
-// difference of wide_range_difference).
+// exp((u - m)/T)/d for one entry (the pass's d is relative to that shift: for the vector pass
+// exactly m·(1/T), whose 1/T is the one rounded to T; for the wide form the difference of
+// wide_range_difference). In double, with z = (u - m)·(1/T) carried as an unevaluated sum
+// hi + lo (TwoSum, then an error-free product by fma) and exp(hi + lo) = exp(hi)·(1 + lo): the
+// only roundings are exp's and the division's, as in long double, and x87's expl is many times
+// slower than exp (at K = 64 it cost more than the rest of the call).
 template <class A, class T>
-inline long double probability(T u, row_state<T> const& s, scale_kind kind, T temperature,
-                               T inv_t) noexcept {
+inline double probability(T u, row_state<T> const& s, scale_kind kind, T temperature,
+                          T inv_t) noexcept {
   if (kind == scale_kind::wide) {
     const bool divides = inv_t == T(__builtin_huge_val());
-    return static_cast<long double>(
-        ::exp(wide_range_difference<A>(u, s.max, divides ? T(1) : inv_t,
-                                       divides ? temperature : T(0))) /
-        s.sum);
+    return ::exp(wide_range_difference<A>(u, s.max, divides ? T(1) : inv_t,
+                                          divides ? temperature : T(0))) /
+           s.sum;
   }
-  long double z = static_cast<long double>(u) - static_cast<long double>(s.max);
-  if (kind == scale_kind::scaled) z *= static_cast<long double>(inv_t);
-  return ::expl(z) / static_cast<long double>(s.sum);
+  const double a = static_cast<double>(u), b = -static_cast<double>(s.max);
+  double hi = a + b;
+  if (!(hi > -__builtin_huge_val())) return 0.0;  // a masked entry, or a gap beyond double
+  const double a_part = hi - b;
+  const double b_part = hi - a_part;
+  double lo = (a - a_part) + (b - b_part);
+  if (kind == scale_kind::scaled) {
+    const double scale = static_cast<double>(inv_t);
+    const double product = hi * scale;
+    if (!(product > -__builtin_huge_val())) return 0.0;  // (u - m)/T beyond double: exp is 0
+    lo = __builtin_fma(hi, scale, -product) + lo * scale;
+    hi = product;
+  }
+  const double e = ::exp(hi);
+  return __builtin_fma(e, lo, e) / s.sum;
 }
 
 template <class A, class T>
@@ -274,6 +289,9 @@ inline void forward_row(const T* x, std::size_t n, std::size_t k, T* values,
   sel.finish();
   for (std::size_t j = 0; j < sel.count; ++j)
     values[j] = static_cast<T>(probability<A>(values[j], s, kind, temperature, inv_t));
+  // The one entry of a row gets exactly 1, as from softmax (the pass's sum of exp(0) can differ
+  // from 1 by an ulp when it was summed under another shift).
+  if (n == 1 && sel.count == 1) values[0] = T(1);
   fill_slots<A>(values, indices, sel.count, k, T(0), -1);
 }
 
@@ -296,14 +314,13 @@ inline void backward_row(const T* x, std::size_t n, std::size_t k, const std::in
     const std::int64_t z = indices[j];
     if (z < 0 || static_cast<std::uint64_t>(z) >= n) continue;
     dot += static_cast<long double>(dvalues[j]) *
-           probability<A>(x[z], s, kind, temperature, inv_t);
+           static_cast<long double>(probability<A>(x[z], s, kind, temperature, inv_t));
   }
   const long double t = static_cast<long double>(temperature);
   const double scale = static_cast<double>(-dot / t);
   if (kind == scale_kind::wide) {
     for (std::size_t i = 0; i < n; ++i)
-      dx[i] = static_cast<T>(scale * static_cast<double>(
-                                         probability<A>(x[i], s, kind, temperature, inv_t)));
+      dx[i] = static_cast<T>(scale * probability<A>(x[i], s, kind, temperature, inv_t));
   } else {
     // The pass of softmax's online normaliser with the factor -s/T folded into 1/d.
     auto dense = [&](auto scaled) {
@@ -325,7 +342,7 @@ inline void backward_row(const T* x, std::size_t n, std::size_t k, const std::in
   for (std::size_t j = 0; j < k; ++j) {
     const std::int64_t z = indices[j];
     if (z < 0 || static_cast<std::uint64_t>(z) >= n) continue;
-    const long double y = probability<A>(x[z], s, kind, temperature, inv_t);
+    const long double y = probability<A>(x[z], s, kind, temperature, inv_t);  // exact widening
     dx[z] = static_cast<T>(y * (static_cast<long double>(dvalues[j]) - dot) / t);
   }
 }
