@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -124,6 +125,11 @@ std::vector<call<T>> every_public_call() {
       [](const T* x, T* y, std::size_t n) { smax::adaptive_softmax(x, y, n); });
   add("adaptive_softmax_backward",
       [](const T* x, T* y, std::size_t n) { smax::adaptive_softmax_backward(x, x, x, y, n); });
+  // Fused softmax + top-K (its own online pass with a per-block hook): the K = 5 values into y.
+  add("softmax_topk", [](const T* x, T* y, std::size_t n) {
+    std::int64_t indices[5];
+    if (n >= 5) smax::softmax_topk(x, n, 5, y, indices);
+  });
   add("gumbel_softmax seeded", [](const T* x, T* y, std::size_t n) {
     smax::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{0.5}, 11, 0);
   });

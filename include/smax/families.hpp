@@ -21,6 +21,7 @@
 #include "sa_softmax.hpp"
 #include "sigmoid.hpp"
 #include "softmax.hpp"
+#include "softmax_topk.hpp"
 #include "softpick.hpp"
 #include "softplus_l1.hpp"
 #include "sparsemax.hpp"
@@ -54,8 +55,9 @@
 // X(name, forms, eigen_forms), with forms(Dispatch) a macro of the family header that stamps its
 // pointer forms for a dispatcher, and eigen_forms one that eigen.hpp stamps. They are not in the
 // family-matrix test (their own tests check every form).
-#define SMAX_OTHER_SHAPE_FAMILIES(X) \
-  X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS, SMAX_GUMBEL_SOFTMAX_EIGEN_FORMS)
+#define SMAX_OTHER_SHAPE_FAMILIES(X)                                             \
+  X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS, SMAX_GUMBEL_SOFTMAX_EIGEN_FORMS) \
+  X(softmax_topk, SMAX_SOFTMAX_TOPK_FORMS, SMAX_SOFTMAX_TOPK_EIGEN_FORMS)
 
 #define SMAX_KERNEL_TABLES(X)     \
   X(softmax_table)          \
@@ -72,4 +74,5 @@
   X(entmax_bisect_table)    \
   X(topk_softmax_table)     \
   X(adaptive_softmax_table) \
-  X(gumbel_softmax_table)
+  X(gumbel_softmax_table)   \
+  X(softmax_topk_table)

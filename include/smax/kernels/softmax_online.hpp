@@ -29,8 +29,18 @@ struct online_partial {
 // primitives::with_shifted_exp); when the maximum grows, the sum so far is rescaled by
 // exp(σ_old - σ_new), with both shifts' roundings carried (exp_of_difference). Log = true for
 // log-softmax, which needs only the sum (exp_for_log_sum: σ = max·s, the x - max error dropped).
-template <class A, class T, bool Scaled, bool Log = false>
-inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) noexcept {
+//
+// on_block(block, first, len) is called on each block that is neither masked nor bad, after its
+// maximum and before its sum, while it is in L1: softmax_topk selects its K largest entries there,
+// so the row is read from memory once for both.
+struct no_block_hook {
+  template <class T>
+  SMAX_ALWAYS_INLINE void operator()(const T*, std::size_t, std::size_t) const noexcept {}
+};
+
+template <class A, class T, bool Scaled, bool Log = false, class OnBlock = no_block_hook>
+inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
+                                           OnBlock const& on_block = OnBlock{}) noexcept {
   const T inf = __builtin_huge_val();
   const online_partial<T> nan_state{static_cast<T>(__builtin_nan("")), 0.0};
   online_partial<T> state{-inf, 0.0, inf};
@@ -43,6 +53,7 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t) n
     const block_kind kind = classify_block<A>(r.max, x + b, len);
     if (kind == block_kind::nan_row) return nan_state;
     if (kind == block_kind::masked) continue;  // contributes nothing
+    on_block(x + b, b, len);
     const bool grew = r.max > state.max;
     const T old_max = state.max;
     if (grew) state.max = r.max;
