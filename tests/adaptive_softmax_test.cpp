@@ -226,11 +226,6 @@ TYPED_TEST(adaptive_softmax_test, entropy_at_the_gates) {
   EXPECT_GT(checked, 50u);
 }
 
-template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
 // Batches: every row of a rows × cols call equals the same row alone, bit for bit, with special
 // rows inside a group, padding between rows left untouched, and in place.
 TYPED_TEST(adaptive_softmax_test, rows_equal_single_rows) {

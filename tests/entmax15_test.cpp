@@ -548,11 +548,6 @@ TYPED_TEST(entmax15_test, scratch_allocation_failure_gives_nan) {
   }
 }
 
-template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
 // Batches (forward and backward): each row as if alone, bit for bit, padding untouched, special
 // rows inside a batch, in place.
 TYPED_TEST(entmax15_test, rows_equal_single_rows) {

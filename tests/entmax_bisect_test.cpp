@@ -361,11 +361,6 @@ TYPED_TEST(entmax_bisect_test, iteration_counts) {
   }
 }
 
-template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
 // Batches equal single rows bit for bit (special rows inside), padding untouched, in place.
 TYPED_TEST(entmax_bisect_test, rows_equal_single_rows) {
   using T = typename TypeParam::value_type;

@@ -24,11 +24,6 @@ class gumbel_softmax_test : public ::testing::Test {};
 TYPED_TEST_SUITE(gumbel_softmax_test, all_configs, config_names);
 
 template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
-template <class T>
 constexpr double unit_roundoff = sizeof(T) == 4 ? 0x1p-24 : 0x1p-53;
 
 // The header's noise bound: |g - g*| <= 2^-21·(1 + |g*|) (float), 2^-50·(1 + |g*|) (double).

@@ -164,11 +164,6 @@ TYPED_TEST(sa_softmax_test, subnormal_extremes_in_long_rows) {
   for (auto const& x : {first, second}) EXPECT_TRUE((matches_sa_reference<TypeParam>(x, true)));
 }
 
-template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
 // Batches: every row of a rows × cols call (short rows go through the register kernels four at
 // a time, then one by one) equals the same row alone, bit for bit, with special rows (NaN, all
 // masked) inside a group, padding between rows left untouched, and in place.

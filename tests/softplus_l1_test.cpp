@@ -192,11 +192,6 @@ TYPED_TEST(softplus_l1_test, special_rows_and_bad_base) {
   }
 }
 
-template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
 // Batches: every row of a rows × cols call (short rows go through the register kernels four at
 // a time, then one by one) equals the same row alone, bit for bit, with special rows (NaN, all
 // masked, very negative, huge) inside a group, padding between rows left untouched, and in place.

@@ -100,11 +100,6 @@ TYPED_TEST(stablemax_test, extreme_values_masks_and_special_rows) {
   EXPECT_EQ(stablemax_of<TypeParam>(std::vector<T>{T(-4), -inf}, true)[1], -inf);
 }
 
-template <class T>
-bool same_bits_or_both_nan(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
-
 // Batches: every row of a rows × cols call (short rows go through the register kernels four at
 // a time, then one by one) equals the same row alone, bit for bit, with a special row (NaN,
 // all masked) inside a group, padding between rows left untouched, and in place.

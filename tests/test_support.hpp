@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -190,6 +191,12 @@ template <class T, class Batched, class Single>
         return ::testing::AssertionFailure() << "padding of row " << r << " written";
   }
   return ::testing::AssertionSuccess();
+}
+
+// Equal bits, or both NaN (any payload): what "bit for bit" means for outputs that may be NaN.
+template <class T>
+bool same_bits_or_both_nan(T a, T b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
 }
 
 }  // namespace smax_test
