@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "api/entry.hpp"
 #include "kernels/sigmoid.hpp"
@@ -56,7 +57,10 @@ struct sigmoid_like_family : family_defaults {
 
   static double bias(sigmoid_options const&, std::size_t) noexcept { return 0.0; }
   static double bias(sigmoid_attention_options const& opts, std::size_t cols) noexcept {
-    if (opts.bias == opts.bias) return opts.bias;
+    // The NaN default is told by its bits: -ffast-math folds opts.bias == opts.bias to true.
+    std::uint64_t bits = 0;
+    __builtin_memcpy(&bits, &opts.bias, sizeof bits);
+    if ((bits & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull) return opts.bias;
     const std::size_t len = opts.seq_len ? opts.seq_len : cols;
     return len > 0 ? -std::log(static_cast<double>(len)) : 0.0;
   }
