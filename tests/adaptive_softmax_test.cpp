@@ -107,7 +107,7 @@ TYPED_TEST(adaptive_softmax_test, every_length_and_spread) {
   }
   // A 10^6 row with its entropy in the active range (a few large entries over a flat floor):
   // the exact entropy pass on a long row, where the 1e-9 matters (Σ p·log(1 + 1e-9/p) ~ 1e-3).
-  std::vector<T> big = random_row<T>(1000000, 1.0, -14.0, 11);
+  std::vector<T> big = random_row<T>(long_row(1000000), 1.0, -14.0, 11);
   for (std::size_t i = 0; i < big.size(); i += 50000) big[i] = T(2) + T(i % 7);
   EXPECT_TRUE((matches_adaptive_reference<TypeParam>(big)));
 }
@@ -177,14 +177,18 @@ TYPED_TEST(adaptive_softmax_test, extreme_values_masks_and_special_rows) {
   }
 }
 
-// x = [t, 0, ..., 0] (n entries) with t chosen (bisection on the long-double reference) so that
+// x = [t, 0, ..., 0] (n entries) with t chosen (bisection on the reference's entropy) so that
 // H lands on `target`, moved by `steps` units of T's last place in t.
 template <class T>
 std::vector<T> row_with_entropy(std::size_t n, long double target, int steps) {
+  // The reference's H = -sum p log(p + 1e-9) of this row in closed form (t >= 0 is the maximum):
+  // p_0 = 1/s, the n - 1 others e^-t/s, s = 1 + (n - 1) e^-t. A row-long reference call per
+  // bisection step made this test the slowest of the suite under emulation.
   auto entropy = [&](T t) {
-    std::vector<T> x(n, T(0));
-    x[0] = t;
-    return smax::reference::adaptive_softmax_parts_of(x.data(), n).entropy;
+    const long double e = std::exp(-static_cast<long double>(t));
+    const long double s = 1 + static_cast<long double>(n - 1) * e;
+    const long double p0 = 1 / s, pi = e / s;
+    return -(p0 * std::log(p0 + 1e-9L) + static_cast<long double>(n - 1) * pi * std::log(pi + 1e-9L));
   };
   // H decreases in t >= 0 once one entry dominates: from ln n at t = 0 towards 0.
   T lo = T(0), hi = T(60);
@@ -197,6 +201,9 @@ std::vector<T> row_with_entropy(std::size_t n, long double target, int steps) {
   for (int s = 0; s < std::abs(steps); ++s) t = std::nextafter(t, steps > 0 ? T(100) : T(-100));
   std::vector<T> x(n, T(0));
   x[0] = t;
+  // The closed form is the reference's entropy (up to the order of its sum).
+  EXPECT_NEAR(static_cast<double>(smax::reference::adaptive_softmax_parts_of(x.data(), n).entropy),
+              static_cast<double>(entropy(t)), 1e-12);
   return x;
 }
 

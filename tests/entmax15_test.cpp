@@ -157,7 +157,7 @@ TYPED_TEST(entmax15_test, long_rows_spreads_and_offsets) {
 TYPED_TEST(entmax15_test, rows_of_a_million) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  const std::size_t n = std::size_t(1) << 20;
+  const std::size_t n = long_row(std::size_t(1) << 20);
   std::vector<std::vector<T>> rows;
   rows.push_back(random_row<T>(n, 16.0, 0.0, 1));
   rows.push_back(random_row<T>(n, 1.999, 5.0, 2));  // every entry a candidate
@@ -472,7 +472,7 @@ TYPED_TEST(entmax15_test, loss_and_its_gradient) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = table_of<TypeParam>;
   for (std::size_t n : {std::size_t(1), std::size_t(4), std::size_t(100), std::size_t(5000),
-                        std::size_t(300000)})
+                        long_row(300000)})
     for (double spread : {1.0, 12.0}) {
       const auto x = random_row<T>(n, spread, 3.0, static_cast<unsigned>(n * 3 + spread));
       for (std::size_t t : {std::size_t(0), n / 2, n - 1}) {

@@ -142,7 +142,7 @@ TYPED_TEST(entmax_bisect_test, long_rows) {
       EXPECT_TRUE((matches_reference<TypeParam>(masked, alpha)));
     }
   for (double alpha : {1.5, 2.0})
-    EXPECT_TRUE((matches_reference<TypeParam>(random_row<T>(1000000, 16.0, 0.0, 6), alpha)));
+    EXPECT_TRUE((matches_reference<TypeParam>(random_row<T>(long_row(1000000), 16.0, 0.0, 6), alpha)));
 }
 
 // Every entry a candidate: all equal (the threshold is the bracket's upper end, -n^(1-α)), and

@@ -178,7 +178,7 @@ TYPED_TEST(multimax_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   for (std::size_t n :
-       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), long_row(1000003)})
     for (double spread : {20.0, 200.0})
       for (double offset : {0.0, 1000.0, -1000.0}) {
         if (n > 5000 && offset != 0.0) continue;
@@ -288,7 +288,7 @@ TYPED_TEST(multimax_test, zero_parameters_are_softmax_bit_for_bit) {
     x[n / 2] = -infinity<T>;
     EXPECT_TRUE(same(x));
   }
-  for (std::size_t n : {std::size_t(4099), std::size_t(300007)})
+  for (std::size_t n : {std::size_t(4099), long_row(300007)})
     for (double offset : {0.0, 1000.0, -1000.0})
       EXPECT_TRUE(same(random_row<T>(n, 200.0, offset, static_cast<unsigned>(n))));
   const T big = std::numeric_limits<T>::max();

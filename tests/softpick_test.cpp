@@ -73,7 +73,7 @@ TYPED_TEST(softpick_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   for (std::size_t n :
-       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), long_row(1000003)})
     for (double spread : {20.0, 200.0})
       // offsets: mixed signs, mostly negative, mostly positive, m near fast_max, the large form
       // (m > 80), and no positive entry (zeros)

@@ -105,7 +105,7 @@ TYPED_TEST(softplus_l1_test, every_length_and_spread) {
       EXPECT_TRUE((matches_softplus_l1_reference<TypeParam>(random_row<T>(n, 4.0, 0.0, 5), base)));
     }
   EXPECT_TRUE(
-      (matches_softplus_l1_reference<TypeParam>(random_row<T>(1 << 20, 30.0, -10.0, 6), 64.0)));
+      (matches_softplus_l1_reference<TypeParam>(random_row<T>(long_row(1 << 20), 30.0, -10.0, 6), 64.0)));
 }
 
 // Large λ (base near 1, huge n_keys), near-zero inputs, very negative rows (softplus = e^u, far

@@ -122,7 +122,7 @@ TYPED_TEST(sparsemax_test, large_rows_spreads_and_offsets) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   for (std::size_t n :
-       {std::size_t(1000), std::size_t(4099), std::size_t(65537), std::size_t(1000003)})
+       {std::size_t(1000), std::size_t(4099), std::size_t(65537), long_row(1000003)})
     for (double spread : {2.0, 20.0, 200.0})
       for (double offset : {0.0, 1000.0, -1000.0}) {
         if (n > 5000 && offset != 0.0) continue;

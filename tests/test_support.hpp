@@ -56,11 +56,29 @@ struct config_names {
   if (!smax::detail::arch_available<typename C::arch>()) \
   GTEST_SKIP() << C::arch::name() << " is not supported by this CPU"
 
-// Every stride-th input of an exhaustive sweep (1 = all; the sanitizer job samples).
+// Every stride-th input of an exhaustive sweep (1 = all; CI samples under the sanitizers and
+// under emulation, SMAX_TEST_EXHAUSTIVE_STRIDE). Random samples shrink by it too (sampled()).
 inline std::size_t exhaustive_stride() {
   const char* s = std::getenv("SMAX_TEST_EXHAUSTIVE_STRIDE");
   const long v = s ? std::atol(s) : 1;
   return v > 0 ? static_cast<std::size_t>(v) : 1;
+}
+
+// The length of a long row: n natively. Under emulation (CI's AArch64 run under qemu, where long
+// double is software and a million-entry reference takes minutes) SMAX_TEST_LONG_ROW_LIMIT caps
+// it, keeping n's tail (n mod 64) so the vector tails stay the ones the test chose; the cap is set
+// well past the kernels' 8 KiB blocks, so every blocked path still runs.
+inline std::size_t long_row(std::size_t n) {
+  const char* s = std::getenv("SMAX_TEST_LONG_ROW_LIMIT");
+  const std::size_t limit = s ? static_cast<std::size_t>(std::strtoull(s, nullptr, 10)) : 0;
+  if (limit < 64 || n <= limit) return n;
+  return limit - limit % 64 + n % 64;
+}
+
+// The size of a random sample of `full` inputs under that stride (at least 1024).
+inline std::size_t sampled(std::size_t full) {
+  const std::size_t n = full / exhaustive_stride();
+  return n < 1024 ? 1024 : n;
 }
 
 template <class T>

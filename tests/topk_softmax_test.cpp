@@ -248,7 +248,7 @@ TYPED_TEST(topk_softmax_test, k_zero_gives_nan_rows) {
 TYPED_TEST(topk_softmax_test, long_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
-  const std::size_t n = 1000000;
+  const std::size_t n = long_row(1000000);
   const auto x = random_row<T>(n, 40.0, -3.0, 11);
   for (std::size_t k : {std::size_t(1), std::size_t(8), std::size_t(64), std::size_t(1000), n - 1})
     EXPECT_TRUE((matches_topk_reference<TypeParam>(x, k)));

@@ -74,7 +74,7 @@ TYPED_TEST(unified_max_test, every_length_in_range) {
       EXPECT_TRUE((matches_unified_reference<TypeParam>(random_row<T>(n, 159.9, 6.0, 5),
                                                         spec_params, in_place)));
   EXPECT_TRUE((matches_unified_reference<TypeParam>(
-      random_row<T>(std::size_t(1) << 20, 30.0, 0.0, 6), spec_params)));
+      random_row<T>(long_row(std::size_t(1) << 20), 30.0, 0.0, 6), spec_params)));
 }
 
 TYPED_TEST(unified_max_test, fallback_at_every_position) {

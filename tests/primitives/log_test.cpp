@@ -159,11 +159,12 @@ TYPED_TEST(log_normal_test, within_two_ulp) {
       t.push_back(static_cast<T>(v));
       if (t.size() == chunk) check();
     }
-  } else {  // 10^7 doubles, uniform mantissa and exponent
+  } else {  // 10^7 doubles (divided by the sampling stride), uniform mantissa and exponent
     std::mt19937_64 rng(20261203);
     std::uniform_real_distribution<double> mantissa(1.0, 2.0);
     std::uniform_int_distribution<int> exponent(-1022, 1023);
-    for (int k = 0; k < 10000000; ++k) {
+    const std::size_t count = sampled(10000000);
+    for (std::size_t k = 0; k < count; ++k) {
       t.push_back(static_cast<T>(std::ldexp(mantissa(rng), exponent(rng))));
       if (t.size() == chunk) check();
     }
@@ -201,7 +202,8 @@ TYPED_TEST(log_normal_test, log1p_of_nonnegative) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> exponent(
       -60.0, std::log2(static_cast<double>(std::numeric_limits<T>::max())) - 1);
-  for (int k = 0; k < 1000000; ++k) a.push_back(static_cast<T>(std::exp2(exponent(rng))));
+  for (std::size_t k = 0, m = sampled(1000000); k < m; ++k)
+    a.push_back(static_cast<T>(std::exp2(exponent(rng))));
   std::vector<T> y(a.size());
   probe_of<TypeParam>::log1p_nonnegative(a.data(), y.data(), a.size());
   EXPECT_EQ(y[0], T(0));
@@ -237,7 +239,8 @@ TYPED_TEST(log_normal_test, log1p_of_unit_interval) {
   } else {
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<double> u(0.5, 1.0);
-    for (int k = 0; k < 1000000; ++k) a.push_back(static_cast<T>(std::ldexp(u(rng), -(k % 80))));
+    for (std::size_t k = 0, m = sampled(1000000); k < m; ++k)
+      a.push_back(static_cast<T>(std::ldexp(u(rng), -static_cast<int>(k % 80))));
   }
   std::vector<T> y(a.size());
   probe_of<TypeParam>::log1p_unit(a.data(), y.data(), a.size());
