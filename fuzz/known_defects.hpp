@@ -28,5 +28,32 @@ bool gumbel_float_noise_wraps(std::uint64_t offset, std::uint64_t count) {
   return sizeof(T) == 4 && count > 0 && offset + (count - 1) < offset;
 }
 
+// softmax_topk backward, every instruction set, float and double: when <g, y>/T lies beyond T's
+// range (g the dvalues scattered to the indices, y = softmax(x/T)), the pass that writes
+// -(<g, y>/T)·y folds the factor into softmax's normaliser in T, where it overflows: every entry
+// outside the selection becomes NaN, those with y = 0 (dx* = 0 exactly) too, where
+// softmax_backward gives 0 and ±inf (found by softmax_topk_fuzz: float x = [0, 1, 0, 1, ...] of
+// 2221, k = 1, T = 1e-20, dvalues ~ 1e30: dx[0] NaN, want 0). Regression test
+// fuzz_findings.DISABLED_softmax_topk_backward_factor_beyond_range. The fuzzer skips the backward
+// check of rows with |<g, y*>|/T above T's largest finite value.
+template <class T>
+bool softmax_topk_backward_factor_overflows(long double dot_over_t) {
+  return std::fabs(dot_over_t) > static_cast<long double>(std::numeric_limits<T>::max());
+}
+
+// softmax_topk backward, every instruction set, float and double: an entry whose probability
+// y*_i = softmax(x/T)_i is below T's smallest normal number gets dx = 0 (its probability is
+// flushed before the product), though dx*_i = y*_i·(g_i - <g, y*>)/T can be a normal number when
+// |<g, y*>|/T is large; the header allows only values and gradients below FLT_MIN (DBL_MIN) to be
+// flushed (found by softmax_topk_fuzz: double, T = 0.7, x_i - m = -532.4, y*_i = 4.9e-331,
+// <g, y*> = -1.2e30: dx_i = 0, dx*_i = 8.5e-301; float x = [0, -100, ...], k = 1, dvalue 1e30:
+// dx_1 = 0, dx*_1 = -3.7e-14). Regression test
+// fuzz_findings.DISABLED_softmax_topk_backward_tiny_probability. The fuzzer skips the backward
+// check of such entries.
+template <class T>
+bool softmax_topk_backward_probability_flushed(long double y) {
+  return y > 0 && y < static_cast<long double>(std::numeric_limits<T>::min());
+}
+
 }  // namespace known_defects
 }  // namespace smax_fuzz
