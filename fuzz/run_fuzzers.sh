@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/fuzz}
 seconds=${2:-45}
-targets="softmax sparsemax softpick multimax ssmax sigmoid stablemax sa_softmax softplus_l1 unified_max"
+targets="softmax sparsemax softpick multimax ssmax sigmoid stablemax sa_softmax softplus_l1 unified_max entmax15 entmax_bisect gumbel_softmax topk_softmax adaptive_softmax softmax_topk"
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O2 -g" \
   -DSMAX_BUILD_FUZZERS=ON -DSMAX_BUILD_TESTS=OFF -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=OFF \
