@@ -400,14 +400,13 @@ TYPED_TEST(fuzz_findings, stablemax_backward_at_the_given_output) {
   }
 }
 
-// Seeded Gumbel noise across counter 2^64 - 1 (gumbel_softmax_fuzz; fuzz/known_defects.hpp,
-// gumbel_float_noise_wraps): element k of a call is k = offset + i in 64-bit arithmetic and its
+// Seeded Gumbel noise across counter 2^64 - 1 (found by gumbel_softmax_fuzz): element k of a call is k = offset + i in 64-bit arithmetic and its
 // noise a function of (seed, k) alone, so a call that runs past 2^64 - 1 must give elements
 // 0, 1, ... the noise of a call at offset 0. Float on AVX2 (two groups of 64 drawn at once) and
 // AVX-512 (four, once the call needs them all) drew them from group 2^58 instead: seed
 // 18446743922796190940, offset 2^64 - 1, n = 8 on AVX2 gave 4.2432761 for element 0, want
-// -1.1684583. Disabled until the fix lands.
-TYPED_TEST(fuzz_findings, DISABLED_gumbel_float_noise_wraps_at_two_to_the_64) {
+// -1.1684583. Fixed: the groups count modulo 2^58.
+TYPED_TEST(fuzz_findings, gumbel_float_noise_wraps_at_two_to_the_64) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::gumbel_softmax_table<typename TypeParam::arch>;

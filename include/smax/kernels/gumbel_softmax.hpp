@@ -146,6 +146,7 @@ constexpr std::size_t float_groups_at_once =
 template <class A, std::size_t G>
 SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
                                            float* out) noexcept {
+  constexpr std::uint64_t group_mask = (std::uint64_t(1) << 58) - 1;  // 2^64 elements / 64
   using fb = xsimd::batch<float, A>;
   constexpr std::size_t W = fb::size;
   static_assert(16 % W == 0, "a register holds part of a group's 16 blocks");
@@ -158,8 +159,9 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
   ub w0[K], w1[K], w2[K], w3[K];
   for (std::size_t g = 0; g < G; ++g)
     for (std::size_t j = 0; j < R; ++j) {
-      // 16(q + g) + jW: its low word is a multiple of W, so adding a lane never carries.
-      const std::uint64_t b = (q + g) * 16 + j * W;
+      // 16(q + g) + jW: its low word is a multiple of W, so adding a lane never carries. Groups
+      // count modulo 2^58 (element indices modulo 2^64): past the last group comes group 0.
+      const std::uint64_t b = ((q + g) & group_mask) * 16 + j * W;
       w0[g * R + j] = ub(std::uint32_t(b)) + lanes;
       w1[g * R + j] = ub(std::uint32_t(b >> 32));
     }
@@ -179,7 +181,8 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
   alignas(64) std::uint32_t m[64 * G];
   for (std::size_t g = 0; g < G; ++g)
     for (std::size_t l = 0; l < 16; ++l) {
-      const primitives::philox_block b = primitives::philox_of_counter<A>(seed, (q + g) * 16 + l);
+      const primitives::philox_block b =
+          primitives::philox_of_counter<A>(seed, ((q + g) & group_mask) * 16 + l);
       for (std::size_t w = 0; w < 4; ++w) m[64 * g + 16 * w + l] = b.w[w] >> 9;
     }
   constexpr std::size_t K = 4;  // registers side by side
