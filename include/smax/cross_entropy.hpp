@@ -105,8 +105,9 @@ inline void cross_entropy_forward(const T* x, std::size_t ld, std::size_t rows, 
   });
 }
 
+// dx (and losses, when not null) from the upstream dlosses (nullptr: every dloss 1).
 template <class Dispatch, class T>
-inline void cross_entropy_backward(const T* x, std::size_t ld, std::size_t rows,
+inline void cross_entropy_gradient(const T* x, std::size_t ld, std::size_t rows,
                                    std::size_t cols, const std::int64_t* targets,
                                    const T* dlosses, T* losses, T* dx,
                                    cross_entropy_options const& opts) noexcept {
@@ -118,6 +119,25 @@ inline void cross_entropy_backward(const T* x, std::size_t ld, std::size_t rows,
                                                         losses, dx, opts.ignore_index,
                                                         opts.label_smoothing);
   });
+}
+
+template <class Dispatch, class T>
+inline void cross_entropy_backward(const T* x, std::size_t ld, std::size_t rows,
+                                   std::size_t cols, const std::int64_t* targets,
+                                   const T* dlosses, T* dx,
+                                   cross_entropy_options const& opts) noexcept {
+  SMAX_ASSERT(dlosses != nullptr || rows == 0);
+  cross_entropy_gradient<Dispatch>(x, ld, rows, cols, targets, dlosses, static_cast<T*>(nullptr),
+                                   dx, opts);
+}
+
+template <class Dispatch, class T>
+inline void cross_entropy_with_grad(const T* x, std::size_t ld, std::size_t rows,
+                                    std::size_t cols, const std::int64_t* targets, T* losses,
+                                    T* dx, cross_entropy_options const& opts) noexcept {
+  SMAX_ASSERT(losses != nullptr || rows == 0);
+  cross_entropy_gradient<Dispatch>(x, ld, rows, cols, targets, static_cast<const T*>(nullptr),
+                                   losses, dx, opts);
 }
 
 }  // namespace api
@@ -136,18 +156,15 @@ inline void cross_entropy_backward(const T* x, std::size_t ld, std::size_t rows,
   inline void cross_entropy_backward(const T* x, const std::int64_t* targets, const T* dlosses,  \
                                      T* dx, std::size_t rows, std::size_t cols, std::size_t ld,  \
                                      ::smax::cross_entropy_options const& opts = {}) noexcept {  \
-    SMAX_ASSERT(dlosses != nullptr || rows == 0);                                                \
-    ::smax::api::cross_entropy_backward<Dispatch>(x, ld, rows, cols, targets, dlosses,           \
-                                                  static_cast<T*>(nullptr), dx, opts);           \
+    ::smax::api::cross_entropy_backward<Dispatch>(x, ld, rows, cols, targets, dlosses, dx,      \
+                                                  opts);                                         \
   }                                                                                              \
   template <class T, ::smax::detail::if_real_t<T> = 0>                                           \
   inline void cross_entropy_with_grad(const T* x, const std::int64_t* targets, std::size_t rows, \
                                       std::size_t cols, std::size_t ld, T* losses, T* dx,        \
                                       ::smax::cross_entropy_options const& opts = {}) noexcept { \
-    SMAX_ASSERT(losses != nullptr || rows == 0);                                                 \
-    ::smax::api::cross_entropy_backward<Dispatch>(x, ld, rows, cols, targets,                    \
-                                                  static_cast<const T*>(nullptr), losses, dx,    \
-                                                  opts);                                         \
+    ::smax::api::cross_entropy_with_grad<Dispatch>(x, ld, rows, cols, targets, losses, dx,      \
+                                                   opts);                                        \
   }
 
 SMAX_CROSS_ENTROPY_FORMS(api::header_only)
