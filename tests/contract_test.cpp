@@ -6,6 +6,7 @@
 // CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
 
 #include <smax/reference/adaptive_softmax.hpp>
+#include <smax/reference/cross_entropy.hpp>
 #include <smax/reference/entmax15.hpp>
 #include <smax/reference/entmax_bisect.hpp>
 #include <smax/reference/gumbel_softmax.hpp>
@@ -264,6 +265,20 @@ std::vector<family<T>> families() {
        true},
       {"runtime::adaptive_softmax", kind::normalising,
        [](const T* x, T* y, std::size_t n) { smax::runtime::adaptive_softmax(x, y, n); }},
+      // Fused cross-entropy's gradient for target 0 (softmax(x) - onehot(0): 0 at a masked entry,
+      // NaN rows as softmax's); n = 0 is an invalid target with no entries to write.
+      {"cross_entropy_with_grad", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         const std::int64_t t = 0;
+         T loss;
+         smax::cross_entropy_with_grad(x, &t, 1, n, n, &loss, y);
+       }},
+      {"runtime::cross_entropy_with_grad", kind::normalising,
+       [](const T* x, T* y, std::size_t n) {
+         const std::int64_t t = 0;
+         T loss;
+         smax::runtime::cross_entropy_with_grad(x, &t, 1, n, n, &loss, y);
+       }},
   };
   return f;
 }
@@ -381,6 +396,7 @@ std::vector<long double> reference_of(std::string name, const T* x, std::size_t 
     return ref::entmax_bisect(x, n, original.find("alpha=1.3") != std::string::npos ? 1.3L : 1.5L)
         .y;
   if (name == "adaptive_softmax") return ref::adaptive_softmax(x, n);
+  if (name == "cross_entropy_with_grad") return ref::cross_entropy(x, n, 0).dx;
   const long double bias = name == "sigmoid_attention" ? -std::log(64.0L) : 0.0L;
   std::vector<long double> y(n);
   for (std::size_t i = 0; i < n; ++i) y[i] = ref::sigmoid(static_cast<long double>(x[i]) + bias);

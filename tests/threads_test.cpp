@@ -133,6 +133,17 @@ std::vector<call<T>> every_public_call() {
   add("gumbel_softmax seeded", [](const T* x, T* y, std::size_t n) {
     smax::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{0.5}, 11, 0);
   });
+  // Fused cross-entropy (its own online pass, with the smoothing hook): dx into y, or the loss
+  // into y[0].
+  add("cross_entropy_with_grad", [](const T* x, T* y, std::size_t n) {
+    const std::int64_t t = 0;
+    T loss;
+    if (n) smax::cross_entropy_with_grad(x, &t, 1, n, n, &loss, y);
+  });
+  add("cross_entropy smoothing=0.1", [](const T* x, T* y, std::size_t n) {
+    const std::int64_t t = static_cast<std::int64_t>(n) - 1;
+    if (n) smax::cross_entropy(x, &t, 1, n, n, y, smax::cross_entropy_options{-100, 0.1});
+  });
   // Runtime-dispatched forms.
   add("runtime::softmax", [](const T* x, T* y, std::size_t n) { smax::runtime::softmax(x, y, n); });
   add("runtime::softmax online T=2",
@@ -173,6 +184,18 @@ std::vector<call<T>> every_public_call() {
       [](const T* x, T* y, std::size_t n) { smax::runtime::sa_softmax(x, y, n); });
   add("runtime::gumbel_softmax seeded", [](const T* x, T* y, std::size_t n) {
     smax::runtime::gumbel_softmax(x, y, n, smax::gumbel_softmax_options{0.5}, 11, 0);
+  });
+  add("runtime::cross_entropy_with_grad smoothing=0.1", [](const T* x, T* y, std::size_t n) {
+    const std::int64_t t = 0;
+    T loss;
+    if (n)
+      smax::runtime::cross_entropy_with_grad(x, &t, 1, n, n, &loss, y,
+                                             smax::cross_entropy_options{-100, 0.1});
+  });
+  add("runtime::cross_entropy_backward", [](const T* x, T* y, std::size_t n) {
+    const std::int64_t t = static_cast<std::int64_t>(n / 2);
+    const T dloss = T(0.5);
+    if (n) smax::runtime::cross_entropy_backward(x, &t, &dloss, y, 1, n, n);
   });
   return c;
 }

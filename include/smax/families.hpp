@@ -12,6 +12,7 @@
 // dispatcher (SMAX_NO_EXTRA_FORMS for none).
 
 #include "adaptive_softmax.hpp"
+#include "cross_entropy.hpp"
 #include "entmax15.hpp"
 #include "entmax_bisect.hpp"
 #include "gumbel_softmax.hpp"
@@ -57,7 +58,8 @@
 // family-matrix test (their own tests check every form).
 #define SMAX_OTHER_SHAPE_FAMILIES(X)                                             \
   X(gumbel_softmax, SMAX_GUMBEL_SOFTMAX_FORMS, SMAX_GUMBEL_SOFTMAX_EIGEN_FORMS) \
-  X(softmax_topk, SMAX_SOFTMAX_TOPK_FORMS, SMAX_SOFTMAX_TOPK_EIGEN_FORMS)
+  X(softmax_topk, SMAX_SOFTMAX_TOPK_FORMS, SMAX_SOFTMAX_TOPK_EIGEN_FORMS)    \
+  X(cross_entropy, SMAX_CROSS_ENTROPY_FORMS, SMAX_CROSS_ENTROPY_EIGEN_FORMS)
 
 #define SMAX_KERNEL_TABLES(X)     \
   X(softmax_table)          \
@@ -75,4 +77,5 @@
   X(topk_softmax_table)     \
   X(adaptive_softmax_table) \
   X(gumbel_softmax_table)   \
-  X(softmax_topk_table)
+  X(softmax_topk_table)     \
+  X(cross_entropy_table)

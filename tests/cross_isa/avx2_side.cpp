@@ -29,5 +29,8 @@ double online(smax::online_state<float> const& s, smax::three_pass_t, smax::onli
 double threshold(smax::sparsemax_threshold<double> const& t) {
   return t.tau + static_cast<double>(t.support_size);
 }
+double cross_entropy(smax::cross_entropy_options const& opts) {
+  return static_cast<double>(opts.ignore_index) + opts.label_smoothing;
+}
 
 }  // namespace cross_isa

@@ -21,5 +21,6 @@ SMAX_FAMILIES(CROSS_ISA_DECLARE)
 double online(smax::online_state<float> const& s, smax::three_pass_t, smax::online_t,
               smax::two_pass_t);
 double threshold(smax::sparsemax_threshold<double> const& t);
+double cross_entropy(smax::cross_entropy_options const& opts);
 
 }  // namespace cross_isa

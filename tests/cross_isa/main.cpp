@@ -22,6 +22,7 @@ int main() {
   s.sum = 2;
   total += cross_isa::online(s, smax::three_pass, smax::online, smax::two_pass);
   total += cross_isa::threshold({0.5, 3});
+  total += cross_isa::cross_entropy({-100, 0.1}) + 200;  // -99.9 + 200 > 0
   std::printf("cross-ISA calls with every smax type: %g\n", total);
   return total > 0 ? 0 : 1;
 }

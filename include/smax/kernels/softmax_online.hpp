@@ -6,6 +6,7 @@
 // writes y. 3 memory accesses per element against 5 for the three-pass reloading form.
 
 #include <cmath>
+#include <type_traits>
 
 #include "../primitives/exp_minus_max.hpp"
 #include "../primitives/log.hpp"
@@ -32,7 +33,8 @@ struct online_partial {
 //
 // on_block(block, first, len) is called on each block that is neither masked nor bad, after its
 // maximum and before its sum, while it is in L1: softmax_topk selects its K largest entries there,
-// so the row is read from memory once for both.
+// so the row is read from memory once for both. A hook that takes a fourth argument gets the
+// block's maximum as well (cross_entropy sums x - block max there for label smoothing's mean).
 struct no_block_hook {
   template <class T>
   SMAX_ALWAYS_INLINE void operator()(const T*, std::size_t, std::size_t) const noexcept {}
@@ -53,7 +55,10 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
     const block_kind kind = classify_block<A>(r.max, x + b, len);
     if (kind == block_kind::nan_row) return nan_state;
     if (kind == block_kind::masked) continue;  // contributes nothing
-    on_block(x + b, b, len);
+    if constexpr (std::is_invocable_v<OnBlock const&, const T*, std::size_t, std::size_t, T>)
+      on_block(x + b, b, len, r.max);
+    else
+      on_block(x + b, b, len);
     const bool grew = r.max > state.max;
     const T old_max = state.max;
     if (grew) state.max = r.max;
