@@ -266,16 +266,17 @@ std::vector<family<T>> families() {
       {"runtime::adaptive_softmax", kind::normalising,
        [](const T* x, T* y, std::size_t n) { smax::runtime::adaptive_softmax(x, y, n); }},
       // Fused cross-entropy's gradient for target 0 (softmax(x) - onehot(0): 0 at a masked entry,
-      // NaN rows as softmax's); n = 0 is an invalid target with no entries to write.
+      // NaN rows as softmax's). n = 0 has no valid target (a precondition, asserted in debug
+      // builds): that row is ignored (ignore_index), and nothing may be written.
       {"cross_entropy_with_grad", kind::normalising,
        [](const T* x, T* y, std::size_t n) {
-         const std::int64_t t = 0;
+         const std::int64_t t = n == 0 ? -100 : 0;
          T loss;
          smax::cross_entropy_with_grad(x, &t, 1, n, n, &loss, y);
        }},
       {"runtime::cross_entropy_with_grad", kind::normalising,
        [](const T* x, T* y, std::size_t n) {
-         const std::int64_t t = 0;
+         const std::int64_t t = n == 0 ? -100 : 0;
          T loss;
          smax::runtime::cross_entropy_with_grad(x, &t, 1, n, n, &loss, y);
        }},
