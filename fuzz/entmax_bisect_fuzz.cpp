@@ -206,19 +206,7 @@ void run(reader& in) {
   smax::entmax_bisect_rows(pub.input(), pub.output(), s.rows, s.cols, s.ld, opts);
   table::forward(tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols, alpha, n_iter);
   pub.check_untouched(x);
-  std::vector<bool> zeroed(s.rows);
-  for (std::size_t r = 0; r < s.rows; ++r) {
-    const T* xr = x.data() + r * s.ld;
-    bool all_masked = true;
-    for (std::size_t i = 0; i < s.cols; ++i) all_masked = all_masked && xr[i] == -inf<T>;
-    zeroed[r] = all_masked && zero_masked_rows;
-    for (std::size_t i = 0; i < s.cols; ++i) {
-      const T got = pub.y[r * s.ld + i];
-      const T want = zeroed[r] ? T(0) : tab.y[r * s.ld + i];
-      if (!same_bits_or_both_nan(got, want))
-        fail(xr, s.cols, i, got, want, 0, "the header-only call differs from its table");
-    }
-  }
+  const std::vector<bool> zeroed = expect_public_equals_table(x, s, pub, tab, zero_masked_rows);
   describe("header-only entmax_bisect_backward_rows, %s, alpha %.17g, rows %zu, cols %zu, ld %zu",
            type_name<T>(), alpha, s.rows, s.cols, s.ld);
   std::vector<T> dx_pub(dy.size(), canary<T>), dx_tab(dy.size(), canary<T>);

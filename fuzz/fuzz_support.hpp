@@ -360,6 +360,29 @@ buffers<T> prepare(std::vector<T> const& x, shape const& s) {
   return b;
 }
 
+// The header-only _rows call's output (pub) against its kernel table's (tab), bit for bit, where
+// the family's zero_masked_rows turns a row of only -inf into zeros in the public call. Returns
+// which rows were zeroed so (the backward checks need it).
+template <class T>
+std::vector<bool> expect_public_equals_table(std::vector<T> const& x, shape const& s,
+                                             buffers<T> const& pub, buffers<T> const& tab,
+                                             bool zero_masked_rows) {
+  std::vector<bool> zeroed(s.rows);
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    const T* xr = x.data() + r * s.ld;
+    bool all_masked = true;
+    for (std::size_t i = 0; i < s.cols; ++i) all_masked = all_masked && xr[i] == -inf<T>;
+    zeroed[r] = all_masked && zero_masked_rows;
+    for (std::size_t i = 0; i < s.cols; ++i) {
+      const T got = pub.y[r * s.ld + i];
+      const T want = zeroed[r] ? T(0) : tab.y[r * s.ld + i];
+      if (!same_bits_or_both_nan(got, want))
+        fail(xr, s.cols, i, got, want, 0, "the header-only call differs from its table");
+    }
+  }
+  return zeroed;
+}
+
 // Per-row helpers on long double.
 template <class T>
 long double row_max(const T* x, std::size_t n) {

@@ -134,19 +134,7 @@ void run(reader& in) {
   smax::topk_softmax_rows(pub.input(), pub.output(), s.rows, s.cols, s.ld, opts);
   table::forward(tab.input(), s.ld, tab.output(), s.ld, s.rows, s.cols, k);
   pub.check_untouched(x);
-  std::vector<bool> zeroed(s.rows);
-  for (std::size_t r = 0; r < s.rows; ++r) {
-    const T* xr = x.data() + r * s.ld;
-    bool all_masked = true;
-    for (std::size_t i = 0; i < s.cols; ++i) all_masked = all_masked && xr[i] == -inf<T>;
-    zeroed[r] = all_masked && zero_masked_rows;
-    for (std::size_t i = 0; i < s.cols; ++i) {
-      const T got = pub.y[r * s.ld + i];
-      const T want = zeroed[r] ? T(0) : tab.y[r * s.ld + i];
-      if (!same_bits_or_both_nan(got, want))
-        fail(xr, s.cols, i, got, want, 0, "the header-only call differs from its table");
-    }
-  }
+  const std::vector<bool> zeroed = expect_public_equals_table(x, s, pub, tab, zero_masked_rows);
   if (k >= s.cols) {  // softmax's kernels: the same bits as smax::softmax
     describe("header-only topk_softmax_rows with k %zu >= n %zu against softmax_rows, %s", k,
              s.cols, type_name<T>());
