@@ -274,6 +274,38 @@ std::vector<long double> backward_bound(std::vector<T> const& x, std::vector<T> 
   return bound;
 }
 
+// Whether the interval want ± bound reaches past T's largest finite number, where a result
+// within the bound may round to ±inf.
+template <class T>
+bool reaches_past_range(long double want, long double bound) {
+  return std::fabs(want) + bound > static_cast<long double>(std::numeric_limits<T>::max());
+}
+
+// The exact VJP at the y passed in (the forward's own output): dx depends on y only through
+// B = <dy, y>, linearly.
+template <class T>
+std::vector<long double> backward_at_given_y(std::vector<T> const& x, std::vector<T> const& y,
+                                             std::vector<T> const& dy, bool normalized) {
+  const std::size_t n = x.size();
+  auto want = smax::reference::sa_softmax_backward(x.data(), dy.data(), n, normalized);
+  const auto r = smax::reference::sa_softmax_parts_of(x.data(), n, normalized);
+  long double b_exact = 0, b_given = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isinf(x[i])) {
+      b_exact += static_cast<long double>(dy[i]) * r.p[i] * r.w[i];
+      b_given += static_cast<long double>(dy[i]) * y[i];
+    }
+  const long double D = r.c - r.a, db = b_given - b_exact;
+  for (std::size_t i = 0; i < n && !r.nan_row; ++i) {
+    if (std::isinf(x[i]) || (normalized && D == 0)) continue;
+    long double d_by_b = -r.p[i];
+    if (normalized && i == r.first_min && r.x_min < 0) d_by_b += 1 / D;
+    if (normalized && i == r.first_max && r.x_max > 0) d_by_b -= 1 / D;
+    want[i] += d_by_b * db;
+  }
+  return want;
+}
+
 // Backward: against the long-double VJP, with the header's bound; masked entries 0; special rows
 // NaN.
 TYPED_TEST(sa_softmax_test, backward) {
@@ -331,35 +363,18 @@ TYPED_TEST(sa_softmax_test, backward) {
       table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n, normalized);
       table::backward(x.data(), n, y.data(), n, inplace.data(), n, inplace.data(), n, 1, n,
                       normalized);
-      // The exact VJP at the y the kernel is given (the forward's own output, exact to the forward
-      // bound): dx depends on y only through B = <dy, y>, linearly.
-      auto want = smax::reference::sa_softmax_backward(x.data(), dy.data(), n, normalized);
-      {
-        const auto r = smax::reference::sa_softmax_parts_of(x.data(), n, normalized);
-        long double b_exact = 0, b_given = 0;
-        for (std::size_t i = 0; i < n; ++i)
-          if (!std::isinf(x[i])) {
-            b_exact += static_cast<long double>(dy[i]) * r.p[i] * r.w[i];
-            b_given += static_cast<long double>(dy[i]) * y[i];
-          }
-        const long double D = r.c - r.a, db = b_given - b_exact;
-        for (std::size_t i = 0; i < n && !r.nan_row; ++i) {
-          if (std::isinf(x[i]) || (normalized && D == 0)) continue;
-          long double d_by_b = -r.p[i];
-          if (normalized && i == r.first_min && r.x_min < 0) d_by_b += 1 / D;
-          if (normalized && i == r.first_max && r.x_max > 0) d_by_b -= 1 / D;
-          want[i] += d_by_b * db;
-        }
-      }
+      const auto want = backward_at_given_y(x, y, dy, normalized);
       const auto bound = backward_bound(x, dy, normalized);
       for (std::size_t i = 0; i < n; ++i) {
         if (std::isinf(x[i])) {
           EXPECT_EQ(dx[i], T(0));
           continue;
         }
-        EXPECT_LE(std::fabs(dx[i] - want[i]), bound[i])
-            << (normalized ? "normalised" : "plain") << ", n = " << n << ", i = " << i << ": "
-            << dx[i] << " vs " << static_cast<double>(want[i]);
+        // Where the bound reaches past T's largest number, dx may round to ±inf.
+        if (!(std::isinf(dx[i]) && reaches_past_range<T>(want[i], bound[i])))
+          EXPECT_LE(std::fabs(dx[i] - want[i]), bound[i])
+              << (normalized ? "normalised" : "plain") << ", n = " << n << ", i = " << i << ": "
+              << dx[i] << " vs " << static_cast<double>(want[i]);
         EXPECT_TRUE(same_bits_or_both_nan(dx[i], inplace[i])) << "dy == dx";
       }
     }
@@ -371,6 +386,40 @@ TYPED_TEST(sa_softmax_test, backward) {
       table::backward(x.data(), 2, y.data(), 2, dy.data(), 2, dx.data(), 2, 1, 2, normalized);
       EXPECT_TRUE(std::isnan(dx[0]) && std::isnan(dx[1]));
     }
+}
+
+// The normalised backward where the bound itself passes T's range (found by sa_softmax_fuzz):
+// float [-0 x4, -1.4e-45, -0 x4] has D = 1.4e-45, and at the argmin dx is (p·dy - (A - B))/D, a
+// difference of sums of rounded products amplified by 1/D = 7.1e44. With gradients of order 50,
+// the exact dx (at the given y) was -2.5e38 and the bound 1.8e41: the kernel's -inf lies within
+// it, in the reals, and is what a float can hold there. Every entry is within its bound or, where
+// the bound passes T's range, ±inf; never NaN.
+TYPED_TEST(sa_softmax_test, backward_where_the_bound_passes_the_range) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::sa_softmax_table<typename TypeParam::arch>;
+  std::vector<T> x(9, -T(0));
+  x[4] = -std::numeric_limits<T>::denorm_min();
+  const std::vector<std::vector<T>> gradients = {
+      {T(-52.7822037), T(-81.53228), T(-20.6838551), T(-62.7479591), T(-22.4178486),
+       T(-30.8878536), T(33.9492073), T(-20.6465073), T(87.107811)},
+      {T(-81.4398346), T(38.4645233), T(3.63050699), T(75.277832), T(73.0040588), T(78.9213333),
+       T(65.8293839), T(-82.9911575), T(65.9206772)}};
+  for (auto const& dy : gradients) {
+    const auto y = sa_softmax_of<TypeParam>(x, true);
+    std::vector<T> dx(x.size());
+    table::backward(x.data(), x.size(), y.data(), x.size(), dy.data(), x.size(), dx.data(),
+                    x.size(), 1, x.size(), true);
+    const auto want = backward_at_given_y(x, y, dy, true);
+    const auto bound = backward_bound(x, dy, true);
+    EXPECT_TRUE(reaches_past_range<T>(want[4], bound[4]));  // the case this test is about
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_FALSE(std::isnan(dx[i])) << "at " << i;
+      if (!(std::isinf(dx[i]) && reaches_past_range<T>(want[i], bound[i])))
+        EXPECT_LE(std::fabs(dx[i] - want[i]), bound[i])
+            << "at " << i << ": " << dx[i] << " vs " << static_cast<double>(want[i]);
+    }
+  }
 }
 
 // The reference VJP against central differences of the reference forward (long double), away

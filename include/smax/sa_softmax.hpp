@@ -29,8 +29,9 @@
 //                  unscaled, so [3e38, -3e38] gives [1, 0]; ranges c - a down to the smallest
 //                  subnormal number. The plain backward needs |dy_k·(1 + x_k)| within T's range
 //                  and Σ_i |dy_i·y_i| below half of it (beyond, dx may hold ±inf or NaN). An
-//                  entry whose dx* lies beyond T's range may be ±inf (a range D far below
-//                  FLT_MIN makes 1/D huge). Not shift invariant.
+//                  entry whose dx* ± its bound reaches beyond T's range may be ±inf (a range D
+//                  far below FLT_MIN makes 1/D, and the bound with it, huge). Not shift
+//                  invariant.
 //   Bad input:     n = 0 does nothing. -inf entries are masked (left out of min and max): output 0,
 //                  backward 0. A row of only -inf gives NaN (0 with zero_masked_rows); any NaN or
 //                  +inf gives a NaN row (backward too). c = a (every unmasked entry 0, normalised)
