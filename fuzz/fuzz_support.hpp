@@ -319,7 +319,13 @@ bool close(T got, long double expected, double rtol, double atol, bool exact_zer
   if (std::isinf(e)) return got == e;
   if (exact_zeros && expected == 0.0L) return got == T(0);
   if (std::isnan(got)) return false;
-  return std::fabs(static_cast<long double>(got) - expected) <= atol + rtol * std::fabs(expected);
+  const long double reach = atol + rtol * std::fabs(expected);
+  // ±inf is within the bound where expected ± bound passes T's largest finite number.
+  if (std::isinf(got)) {
+    const long double top = static_cast<long double>(std::numeric_limits<T>::max());
+    return got > 0 ? expected + reach > top : expected - reach < -top;
+  }
+  return std::fabs(static_cast<long double>(got) - expected) <= reach;
 }
 
 template <class T>

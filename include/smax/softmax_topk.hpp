@@ -35,7 +35,9 @@
 //                  tests/softmax_topk_test.cpp against long double on every instruction set.
 //   Valid range:   any finite x up to ±FLT_MAX ([3e38, -3e38, 1e38], k = 2 -> values [1, 0],
 //                  indices [0, 2]), rows of any length (tested to 10^6), any k (k > n pads).
-//                  Values and gradients below FLT_MIN (DBL_MIN) may be flushed to 0.
+//                  Values and gradients below FLT_MIN (DBL_MIN) may be flushed to 0; a
+//                  gradient whose exact value lies beyond T's range is ±inf (never NaN), one
+//                  within it is within the bound however large <g, y>/T is.
 //   Bad input:     k = 0 writes nothing. n = 0 writes k slots (0, -1) (the backward nothing).
 //                  -inf entries are masked: never selected (a row with fewer than k other entries
 //                  pads with (0, -1)); backward 0. A row of only -inf gives k slots (0, -1) and a

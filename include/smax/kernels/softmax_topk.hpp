@@ -236,6 +236,33 @@ inline row_state<T> reduce(const T* x, std::size_t n, scale_kind kind, T tempera
   return {s.max, s.sum, s.min};
 }
 
+// z = (u - m)/T as hi + lo (lo = 0 for the wide form), the exponent of probability(). False for a
+// masked entry or a gap beyond double, whose exp is 0.
+template <class A, class T>
+inline bool difference_over_t(T u, row_state<T> const& s, scale_kind kind, T temperature,
+                              T inv_t, double& hi, double& lo) noexcept {
+  if (kind == scale_kind::wide) {
+    const bool divides = inv_t == T(__builtin_huge_val());
+    hi = wide_range_difference<A>(u, s.max, divides ? T(1) : inv_t, divides ? temperature : T(0));
+    lo = 0.0;
+    return hi > -__builtin_huge_val();
+  }
+  const double a = static_cast<double>(u), b = -static_cast<double>(s.max);
+  hi = a + b;
+  if (!(hi > -__builtin_huge_val())) return false;  // a masked entry, or a gap beyond double
+  const double a_part = hi - b;
+  const double b_part = hi - a_part;
+  lo = (a - a_part) + (b - b_part);
+  if (kind == scale_kind::scaled) {
+    const double scale = static_cast<double>(inv_t);
+    const double product = hi * scale;
+    if (!(product > -__builtin_huge_val())) return false;  // (u - m)/T beyond double: exp is 0
+    lo = __builtin_fma(hi, scale, -product) + lo * scale;
+    hi = product;
+  }
+  return true;
+}
+
 // exp((u - m)/T)/d for one entry (the pass's d is relative to that shift: for the vector pass
 // exactly m·(1/T), whose 1/T is the one rounded to T; for the wide form the difference of
 // wide_range_difference). In double, with z = (u - m)·(1/T) carried as an unevaluated sum
@@ -245,27 +272,43 @@ inline row_state<T> reduce(const T* x, std::size_t n, scale_kind kind, T tempera
 template <class A, class T>
 inline double probability(T u, row_state<T> const& s, scale_kind kind, T temperature,
                           T inv_t) noexcept {
-  if (kind == scale_kind::wide) {
-    const bool divides = inv_t == T(__builtin_huge_val());
-    return ::exp(wide_range_difference<A>(u, s.max, divides ? T(1) : inv_t,
-                                          divides ? temperature : T(0))) /
-           s.sum;
-  }
-  const double a = static_cast<double>(u), b = -static_cast<double>(s.max);
-  double hi = a + b;
-  if (!(hi > -__builtin_huge_val())) return 0.0;  // a masked entry, or a gap beyond double
-  const double a_part = hi - b;
-  const double b_part = hi - a_part;
-  double lo = (a - a_part) + (b - b_part);
-  if (kind == scale_kind::scaled) {
-    const double scale = static_cast<double>(inv_t);
-    const double product = hi * scale;
-    if (!(product > -__builtin_huge_val())) return 0.0;  // (u - m)/T beyond double: exp is 0
-    lo = __builtin_fma(hi, scale, -product) + lo * scale;
-    hi = product;
-  }
+  double hi, lo;
+  if (!difference_over_t<A>(u, s, kind, temperature, inv_t, hi, lo)) return 0.0;
   const double e = ::exp(hi);
   return __builtin_fma(e, lo, e) / s.sum;
+}
+
+// A factor f (long double: s/T may lie beyond double's range) as mantissa·2^exponent.
+template <class A>
+struct split_factor {
+  double mantissa;
+  int exponent;
+  explicit split_factor(long double f) noexcept {
+    mantissa = static_cast<double>(__builtin_frexpl(f, &exponent));
+  }
+};
+
+// f·exp((u - m)/T)/d rounded to T, for the backward's entries, without the probability's own
+// underflow and without forming f in T: exp is taken of z + K·ln2 with K the integer nearest
+// -z·log2(e) (z and K·ln2 nearly cancel, so the sum is exact and |z + K·ln2| <= ln2/2), and
+// 2^(exponent - K) is applied last, where the result is rounded once to double's range (and
+// then to T's). An entry whose y = 0 (masked) gives 0; one whose dx lies beyond T's range ±inf.
+template <class A, class T>
+inline T scaled_probability(T u, row_state<T> const& s, scale_kind kind, T temperature, T inv_t,
+                            split_factor<A> const& f) noexcept {
+  double hi, lo;
+  if (!difference_over_t<A>(u, s, kind, temperature, inv_t, hi, lo)) return T(0);
+  // Below this, 2^(exponent - K) is below double's range for every long double factor.
+  if (hi < -40000.0) return T(0);
+  constexpr double log2e = 1.4426950408889634, ln2 = 0x1.62e42fefa39efp-1;
+  constexpr double ln2_lo = 0x1.abc9e3b39803fp-56;  // ln 2 - ln2
+  const double k = __builtin_round(-hi * log2e);
+  const double p = k * ln2;
+  const double r = hi + p;  // exact: hi and -p lie within a factor of 2 of each other (or k = 0)
+  const double rest = (__builtin_fma(k, ln2, -p) + k * ln2_lo) + lo;
+  const double e = ::exp(r);
+  const double v = f.mantissa * __builtin_fma(e, rest, e) / s.sum;
+  return static_cast<T>(__builtin_ldexp(v, f.exponent - static_cast<int>(k)));
 }
 
 template <class A, class T>
@@ -317,10 +360,24 @@ inline void backward_row(const T* x, std::size_t n, std::size_t k, const std::in
            static_cast<long double>(probability<A>(x[z], s, kind, temperature, inv_t));
   }
   const long double t = static_cast<long double>(temperature);
-  const double scale = static_cast<double>(-dot / t);
-  if (kind == scale_kind::wide) {
+  const long double factor = -dot / t;  // dx = factor·y outside the selection
+  const double scale = static_cast<double>(factor);
+  // The vector pass below forms exp((x - m)/T) in T and folds the factor into the normaliser in
+  // T. Exact to the bound unless the factor amplifies (|s/T| > 1) entries whose probability lies
+  // below T's smallest normal number (flushed there, normal in dx), or is large enough for the
+  // normaliser to overflow T; those rows, and the wide form, take the entries one by one.
+  const T row_it = kind == scale_kind::scaled ? inv_t : T(1);
+  const bool amplifies = !(__builtin_fabsl(factor) <= 1.0L);
+  const bool by_entry =
+      kind == scale_kind::wide ||
+      (amplifies &&
+       (!((static_cast<double>(s.min) - static_cast<double>(s.max)) * static_cast<double>(row_it) >
+          (sizeof(T) == 4 ? -87.33654475055310 : -708.3964185322641) + 1.0) ||  // ln T_min
+        !(__builtin_fabsl(factor) < (sizeof(T) == 4 ? 0x1p64L : 0x1p512L))));
+  if (by_entry) {
+    const split_factor<A> f(factor);
     for (std::size_t i = 0; i < n; ++i)
-      dx[i] = static_cast<T>(scale * probability<A>(x[i], s, kind, temperature, inv_t));
+      dx[i] = scaled_probability<A>(x[i], s, kind, temperature, inv_t, f);
   } else {
     // The pass of softmax's online normaliser with the factor -s/T folded into 1/d.
     auto dense = [&](auto scaled) {
@@ -339,11 +396,13 @@ inline void backward_row(const T* x, std::size_t n, std::size_t k, const std::in
     else
       dense(std::false_type{});
   }
+  // The selected entries: y·(g - s)/T, the factor formed in long double (no cancellation of
+  // -s·y + g·y) and applied as above (y may lie below T's normal range where dx does not).
   for (std::size_t j = 0; j < k; ++j) {
     const std::int64_t z = indices[j];
     if (z < 0 || static_cast<std::uint64_t>(z) >= n) continue;
-    const long double y = probability<A>(x[z], s, kind, temperature, inv_t);  // exact widening
-    dx[z] = static_cast<T>(y * (static_cast<long double>(dvalues[j]) - dot) / t);
+    const split_factor<A> f((static_cast<long double>(dvalues[j]) - dot) / t);
+    dx[z] = scaled_probability<A>(x[z], s, kind, temperature, inv_t, f);
   }
 }
 
