@@ -1,7 +1,7 @@
 // Regression tests for what the differential fuzzers (fuzz/) found, one test per finding, on
-// every compiled instruction set. Those that still fail are disabled (GoogleTest reports them as
-// disabled) until their fix lands: enable the test and delete the matching entry of
-// fuzz/known_defects.hpp together.
+// every compiled instruction set. One that still fails is disabled (GoogleTest reports it as
+// disabled) until its fix lands, with an entry in fuzz/known_defects.hpp that the fuzzers step
+// around: enable the test and delete the entry together.
 
 #include <smax/online.hpp>
 #include <smax/reference/gumbel_softmax.hpp>
@@ -432,13 +432,14 @@ TYPED_TEST(fuzz_findings, gumbel_float_noise_wraps_at_two_to_the_64) {
     }
 }
 
-// softmax_topk's backward when <g, y>/T lies beyond T's range (softmax_topk_fuzz;
-// fuzz/known_defects.hpp, softmax_topk_backward_factor_overflows): dx* = y·(g - <g, y>)/T is
+// softmax_topk's backward when <g, y>/T lies beyond T's range (found by softmax_topk_fuzz):
+// dx* = y·(g - <g, y>)/T is
 // exactly 0 where y = 0 and beyond the range (±inf) where y·<g, y>/T is; the kernel folded
 // -<g, y>/T into the normaliser in T, where it overflowed, and wrote NaN for every entry outside
 // the selection (float x = [0, 1, 0, 1, ...] of 2221, k = 1, T = 1e-20, dvalues 1e30: dx[0] NaN,
-// want 0). softmax_backward on the same y and g gives 0 and ±inf. Disabled until the fix lands.
-TYPED_TEST(fuzz_findings, DISABLED_softmax_topk_backward_factor_beyond_range) {
+// want 0). softmax_backward on the same y and g gives 0 and ±inf. Fixed: such rows take their
+// entries one by one, the factor kept in long double and applied as mantissa·2^exponent.
+TYPED_TEST(fuzz_findings, softmax_topk_backward_factor_beyond_range) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::softmax_topk_table<typename TypeParam::arch>;
@@ -464,12 +465,13 @@ TYPED_TEST(fuzz_findings, DISABLED_softmax_topk_backward_factor_beyond_range) {
 }
 
 // softmax_topk's backward for entries whose probability is below T's smallest normal number
-// (softmax_topk_fuzz; fuzz/known_defects.hpp, softmax_topk_backward_probability_flushed):
+// (found by softmax_topk_fuzz):
 // dx*_i = -y*_i·<g, y*>/T outside the selection is a normal number when <g, y*>/T is large, and
 // the header lets only gradients below FLT_MIN (DBL_MIN) be flushed; the kernel gave 0 (float
 // x = [0, -100, ...] with k = 1 and dvalue 1e30: dx*_1 = -3.7e-14; double x_1 = -740: dx*_1 =
-// -4.2e-292). Disabled until the fix lands (in the kernel, or in the header's statement).
-TYPED_TEST(fuzz_findings, DISABLED_softmax_topk_backward_tiny_probability) {
+// -4.2e-292). Fixed with the finding above: exp((x - m)/T) is taken shifted by K·ln2 and the
+// factor's 2^(exponent - K) applied last.
+TYPED_TEST(fuzz_findings, softmax_topk_backward_tiny_probability) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::softmax_topk_table<typename TypeParam::arch>;
@@ -494,14 +496,14 @@ TYPED_TEST(fuzz_findings, DISABLED_softmax_topk_backward_tiny_probability) {
   }
 }
 
-// 1.5-entmax's support size against its outputs (entmax15_fuzz; fuzz/known_defects.hpp,
-// entmax15_support_near_threshold): docs/entmax15.md says an entry exactly at the threshold gives
-// 0 and is not in the support, and that support_size counts exactly the entries with a positive
-// difference. [0, 1, 0, 1, 0, 1, 0, 1, 0, -0 x15] (t* = -0.5 exactly) gave support_size 24 and 4
-// nonzero outputs (float); a double row of 135 holding 3 x4, 4 - 2^-51 and 3 x4 (t* = -0.5 -
-// 2^-54, which rounds to -0.5) gave support_size 7 and 4 nonzero outputs. Disabled until the fix
-// lands.
-TYPED_TEST(fuzz_findings, DISABLED_entmax15_support_size_at_the_threshold) {
+// 1.5-entmax's support size against its outputs (found by entmax15_fuzz): docs/entmax15.md says
+// an entry exactly at the threshold gives 0 and is not in the support, and that support_size
+// counts exactly the entries with a positive difference. [0, 1, 0, 1, 0, 1, 0, 1, 0, -0 x15]
+// (t* = -0.5 exactly) gave support_size 24 and 4 nonzero outputs (float); a double row of 135
+// holding 3 x4, 4 - 2^-51 and 3 x4 (t* = -0.5 - 2^-54, which rounds to -0.5) gave support_size 7
+// and 4 nonzero outputs. The threshold's count was taken before its root was refined; the
+// threshold call now counts the positive differences on the row, as the write pass forms them.
+TYPED_TEST(fuzz_findings, entmax15_support_size_at_the_threshold) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   using table = smax::kernels::entmax15_table<typename TypeParam::arch>;

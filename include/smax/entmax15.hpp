@@ -24,7 +24,8 @@
 //                  and row length (tests/entmax15_test.cpp, against a long-double sort-based
 //                  reference). Outputs are exactly 0 off the support; an entry within that bound
 //                  of the threshold may fall on either side. support_size equals the number of
-//                  entries with x_i/2 - tau > 0.
+//                  nonzero outputs: the entries whose difference (x_i - m)/2 - t, as the write
+//                  pass forms it, is positive.
 //   Valid range:   any finite input up to ±FLT_MAX (DBL_MAX): [3e38, -3e38, 1e38] -> [1, 0, 0];
 //                  rows of any length (tested up to 10^6, also with every entry a candidate).
 //   Bad input:     n = 0 does nothing. -inf entries are masked: output 0, in no reduction or

@@ -21,8 +21,11 @@
 // rounds costs O(k log k).
 //
 // Consistency: the write pass uses tau_T, tau rounded towards -inf in T, so for every element
-// (z > tau in double) <=> (z > tau_T in T) <=> z - tau_T > 0: support_size is exactly the number
-// of entries with a positive difference (its square may still underflow, E8).
+// (z > tau in double) <=> (z > tau_T in T) <=> z - tau_T > 0. The support a threshold algorithm
+// settles on can differ from that by entries within a rounding of tau (tau is refined once the
+// support is chosen), so the threshold call counts the positive differences on the row
+// (support_of): support_size is exactly the number of nonzero outputs (a positive difference is
+// at least an ulp of tau_T, and |tau| >= 1/sqrt(n), so its square does not underflow).
 //
 // The scratch buffer, the rounding and the SIMD compaction are sparsemax's (kernels/sparsemax.hpp,
 // every one of them templated on A).
@@ -57,7 +60,7 @@ struct entmax15_row_state {
   T max;                     // row maximum m
   double tau;                // threshold of z = (x - m)/2 (in [-1, 0))
   T tau_rounded;             // tau rounded towards -inf in T: the write pass's threshold
-  std::size_t support_size;  // #{i : z_i > tau}
+  std::size_t support_size;  // #{i : z_i - tau_T > 0} (recounted by table::threshold)
 };
 
 namespace entmax15_detail {
@@ -392,6 +395,39 @@ inline entmax15_row_state<T> threshold_by_filter(const T* x, std::size_t n) noex
   return s;
 }
 
+// The number of entries whose difference (x - m)/2 - tau_T, computed as write_row computes it,
+// is positive: every nonzero output, and those whose square underflows. The threshold's own
+// count can differ for entries within a rounding of tau (the root is refined after the support
+// is chosen), so the threshold call recounts on the row.
+template <class A, class T>
+inline std::size_t support_of(const T* x, std::size_t n, entmax15_row_state<T> const& s) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const batch mb(s.max), tb(s.tau_rounded), half(T(0.5)), zero(T(0)), one(T(1));
+  auto positive = [&](batch const& v) {
+    return xsimd::select((v - mb) * half - tb > zero, one, zero);
+  };
+  auto lanes = [](batch const& counts) {
+    alignas(64) T c[width];
+    counts.store_unaligned(c);
+    std::size_t total = 0;
+    for (std::size_t j = 0; j < width; ++j) total += static_cast<std::size_t>(c[j]);
+    return total;
+  };
+  std::size_t count = 0, i = 0;
+  while (i + width <= n) {
+    // At most 4096 per lane before they are added up: exact in T.
+    const std::size_t end = n - i > 4096 * width ? i + 4096 * width : n;
+    batch acc(T(0));
+    for (; i + width <= end; i += width) acc += positive(batch::load_unaligned(x + i));
+    count += lanes(acc);
+  }
+  if (i < n)
+    count += lanes(positive(
+        primitives::load_partial<A>(x + i, n - i, -std::numeric_limits<T>::infinity())));
+  return count;
+}
+
 template <class A, class T>
 inline entmax15_row_state<T> row_threshold(const T* x, std::size_t n,
                                            entmax15_algorithm algorithm) noexcept {
@@ -592,12 +628,18 @@ void entmax15_table<A>::forward(const double* x, std::size_t ldx, double* y, std
 template <class A>
 entmax15_row_state<float> entmax15_table<A>::threshold(const float* x, std::size_t n,
                                                        entmax15_algorithm algorithm) noexcept {
-  return entmax15_detail::row_threshold<A>(x, n, algorithm);
+  entmax15_row_state<float> s = entmax15_detail::row_threshold<A>(x, n, algorithm);
+  if (s.kind == entmax15_row_state<float>::ordinary)
+    s.support_size = entmax15_detail::support_of<A>(x, n, s);
+  return s;
 }
 template <class A>
 entmax15_row_state<double> entmax15_table<A>::threshold(const double* x, std::size_t n,
                                                         entmax15_algorithm algorithm) noexcept {
-  return entmax15_detail::row_threshold<A>(x, n, algorithm);
+  entmax15_row_state<double> s = entmax15_detail::row_threshold<A>(x, n, algorithm);
+  if (s.kind == entmax15_row_state<double>::ordinary)
+    s.support_size = entmax15_detail::support_of<A>(x, n, s);
+  return s;
 }
 template <class A>
 void entmax15_table<A>::backward(const float* y, std::size_t ldy, const float* dy,
