@@ -27,19 +27,17 @@ struct scratch_buffer {
   ~scratch_buffer() { ::free(data); }
 };
 
-#if defined(SMAX_TESTING)
-// Test-only seam (defined by the test build alone): a request for more bytes than this fails as
-// an allocation failure would.
+// A seam for the tests, which set it to check each kernel's allocation-failure path: a request
+// for more bytes than this fails as an allocation failure would. The library never changes it.
+// (Always compiled, so that the tests, the examples and a user's build share one set of kernels:
+// one load and compare per request, beside a function call.)
 template <class A>
 inline std::size_t scratch_limit = ~std::size_t(0);
-#endif
 
 // At least `bytes` bytes of this thread's buffer (its first 8 KiB are allocated on first use).
 template <class A>
 inline void* scratch_bytes(std::size_t bytes) noexcept {
-#if defined(SMAX_TESTING)
   if (bytes > scratch_limit<A>) return nullptr;
-#endif
   static thread_local scratch_buffer<A> buffer;
   if (buffer.bytes < bytes) {
     const std::size_t want = bytes < 8192 ? 8192 : bytes;
