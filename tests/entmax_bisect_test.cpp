@@ -134,7 +134,7 @@ TYPED_TEST(entmax_bisect_test, long_rows) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   for (double alpha : {1.01, 1.25, 1.5, 2.0, 3.0})
-    for (std::size_t n : {std::size_t(1000), std::size_t(alpha < 1.5 ? 16411 : 65537)}) {
+    for (std::size_t n : {std::size_t(1000), long_row(alpha < 1.5 ? 16411 : 65537)}) {
       EXPECT_TRUE((matches_reference<TypeParam>(random_row<T>(n, 16.0, 0.0, 3), alpha)));
       EXPECT_TRUE((matches_reference<TypeParam>(random_row<T>(n, 1.0, 5.0, 4), alpha)));
       auto masked = random_row<T>(n, 6.0, 0.0, 5);
@@ -153,7 +153,7 @@ TYPED_TEST(entmax_bisect_test, rows_of_candidates_only) {
   for (double alpha : alphas)
     // (The reference takes std::pow for α = 1.25: a shorter long row there.)
     for (std::size_t n : {std::size_t(2), std::size_t(3), std::size_t(TypeParam::width + 1),
-                          std::size_t(1000), std::size_t(alpha == 1.25 ? 20000 : 100000)}) {
+                          std::size_t(1000), long_row(alpha == 1.25 ? 20000 : 100000)}) {
       const std::vector<T> equal(n, T(0.75));
       EXPECT_TRUE((matches_reference<TypeParam>(equal, alpha, ", all equal")));
       const auto y = entmax_of<TypeParam>(equal, alpha);

@@ -113,7 +113,7 @@ TYPED_TEST(softmax_topk_test, long_rows_and_orders) {
   using T = typename TypeParam::value_type;
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t million = long_row(1000000);
-  for (std::size_t n : {std::size_t(1000), std::size_t(4099), std::size_t(65537), million})
+  for (std::size_t n : {std::size_t(1000), std::size_t(4099), long_row(65537), million})
     for (std::size_t k : {std::size_t(1), std::size_t(5), std::size_t(8), std::size_t(9),
                           std::size_t(64), std::size_t(300)}) {
       // A million entries with K = 5 (the list) and 64 (the heap); the other K on the shorter rows.
@@ -339,7 +339,7 @@ TYPED_TEST(softmax_topk_test, backward) {
   const double u = sizeof(T) == 4 ? 0x1p-22 : 1e-14;
   for (std::size_t n : {std::size_t(1), std::size_t(2), TypeParam::width + 1,
                         4 * TypeParam::width + 3, std::size_t(100), std::size_t(4099),
-                        std::size_t(70000)})
+                        long_row(70000)})
     for (std::size_t k : {std::size_t(1), std::size_t(5), std::size_t(40), n + 2})
       for (T t : {T(1), T(0.5), T(3), std::numeric_limits<T>::max() / 10,
                   std::numeric_limits<T>::min() * 100}) {
