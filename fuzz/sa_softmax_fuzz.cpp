@@ -109,7 +109,9 @@ void check_backward_row(const T* x, const T* y, const T* dy, const T* dx, std::s
       if (dx[i] != T(0)) fail(x, n, i, dx[i], 0.0L, 0, "sa_softmax_backward: c = a gives dx != 0");
       continue;
     }
-    if (!weight_normal(x[i], r.x_max)) continue;  // p_k may be flushed to 0, dx_k with it
+    // The backward bound's condition: p_k a normal number (below, dx_k is formed from a subnormal
+    // or flushed p_k).
+    if (!(r.p[i] >= static_cast<long double>(std::numeric_limits<T>::min()))) continue;
     // The plain form's stated range: |dy_k·(1 + x_k)| within T's, Σ|dy_i·y_i| below half of it.
     if (!normalized) {
       const long double top = static_cast<long double>(big<T>);
@@ -126,7 +128,9 @@ void check_backward_row(const T* x, const T* y, const T* dy, const T* dx, std::s
       b = 16 * e *
           (r.p[i] * (d * (1 / D + r.w[i]) + pw) + (i == r.first_min && r.x_min < 0 ? p1w / D : 0) +
            (i == r.first_max && r.x_max > 0 ? pw / D : 0));
-    b += 2 * static_cast<long double>(std::numeric_limits<T>::denorm_min());  // the absolute term
+    // The absolute terms: a subnormal dx_k, and (normalised) a subnormal p_k·dy_k times (1 + w)/D.
+    const long double tiny = static_cast<long double>(std::numeric_limits<T>::denorm_min());
+    b += 2 * tiny + (normalized ? tiny * (1 + r.w[i]) / D : 0);
     // (close: where want ± b passes T's range, ±inf on that side is within the bound.)
     if (!close(dx[i], want[i], 0.0, static_cast<double>(b), false))
       fail(x, n, i, dx[i], want[i], static_cast<double>(b),

@@ -269,7 +269,7 @@ std::vector<long double> backward_bound(std::vector<T> const& x, std::vector<T> 
             (r.p[i] * (d * (1 / D + r.w[i]) + pw) +
              (i == r.first_min && r.x_min < 0 ? p1w / D : 0) +
              (i == r.first_max && r.x_max > 0 ? pw / D : 0)) +
-        tiny;
+        tiny + tiny / 2 * (1 + r.w[i]) / D;
   }
   return bound;
 }

@@ -20,9 +20,10 @@
 //                  [k = first argmin, x_min < 0]·Σ_i p_i·(1 + w_i)·|dy_i|/D + [k = first argmax,
 //                  x_max > 0]·Σ_i p_i·w_i·|dy_i|/D) (normalised, D = c - a) and 16ε·p_k·(|dy_k|·
 //                  (1 + |x_k|) + Σ_i |dy_i·y_i|) (plain), ε = 2^-23 (2^-52), p = softmax(x), each
-//                  plus 2 of T's smallest subnormal numbers, where dx* is the exact VJP with
+//                  plus 2 of T's smallest subnormal numbers (normalised: plus one more times
+//                  (1 + w_k)/D, the rounding of a subnormal p_k·dy_k), where dx* is the exact VJP with
 //                  <dy, y> taken over the y passed in (the forward's own output), for
-//                  entries with exp(x_k - x_max) >= FLT_MIN (DBL_MIN); below, p_k may be flushed
+//                  entries with p_k >= FLT_MIN (DBL_MIN); below, p_k may be flushed
 //                  to 0 and dx_k with it. Checked by tests/sa_softmax_test.cpp against long
 //                  double on every instruction set.
 //   Valid range:   every finite x up to ±FLT_MAX (DBL_MAX): c - a up to 2·FLT_MAX is never formed

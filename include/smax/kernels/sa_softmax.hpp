@@ -332,19 +332,22 @@ inline void sa_softmax_backward_row(const T* x, const T* y, const T* dy, T* dx, 
     p_max = p_at(kmax), dy_max = dy[kmax];
   }
   const sa_product<A, T> product(w);
-  // p·dy is formed first everywhere: dy·(1 + x) or dy/D alone may overflow where p·dy·(1 + x)
-  // or p·dy/D does not (p small, or D near the bottom of the normal range). The tail pads x with
-  // -inf, a masked lane: exp(0 - max) would overflow for a very negative max.
+  // Normalised: p·dy is formed first: dy/D alone may overflow where p·dy/D does not (p small, or
+  // D near the bottom of the normal range); a subnormal p·dy carries its rounding (half the
+  // smallest subnormal) into dx times (1 + w)/D, which the bound states. Plain: dy·(1 + x) is
+  // within T's range (the stated range), and is formed first, so that no subnormal p·dy is
+  // multiplied by 1 + x. The tail pads x with -inf, a masked lane: exp(0 - max) would overflow
+  // for a very negative max.
   if (!normalized || w.zero) {
-    // plain: p·dy·(1 + x) - p·B; normalised with D = 0: y = 0 near x, whatever dx is: the
+    // plain: p·(dy·(1 + x)) - p·B; normalised with D = 0: y = 0 near x, whatever dx is: the
     // ε-regularised limit, dy_k·p_k/D, is taken as 0 (the factor's convention).
     for (std::size_t i = 0; i < n; i += batch::size) {
       const std::size_t k = n - i < batch::size ? n - i : batch::size;
       const batch xv = primitives::load_partial<A>(x + i, k, neg_inf);
       const batch dyv = primitives::load_partial<A>(dy + i, k, T(0));
       const batch p = xsimd::select(xv == batch(neg_inf), batch(T(0)), e(xv) * inv_sum);
-      const batch pd = p * dyv;
-      const batch g = w.zero ? batch(T(0)) : smax::detail::mul_add(pd, xv, pd) - p * b;
+      const batch g = w.zero ? batch(T(0))
+                             : smax::detail::mul_add(p, smax::detail::mul_add(dyv, xv, dyv), -(p * b));
       primitives::store_partial<A>(dx + i, k, xsimd::select(p == batch(T(0)), batch(T(0)), g));
     }
     return;
