@@ -72,7 +72,8 @@ void run_softmax(benchmark::State& state, shape s, Executor const* ex) {
     for (std::size_t i = 0; i < elements; ++i)
       worst = std::fmax(worst, std::fabs(double(b.out()[i]) - want[i]) / want[i]);
     if (worst > (s.rows == 1 ? 2e-6 : 0.0)) {
-      state.SkipWithError(("differs from the single-threaded call: " + std::to_string(worst)).c_str());
+      const std::string what = "differs from the single-threaded call: " + std::to_string(worst);
+      state.SkipWithError(what.c_str());
       return;
     }
   }

@@ -11,7 +11,7 @@
 //     static constexpr bool masks_rows = true;        // zero_masked_rows handled by this layer
 //     static constexpr double masked_row = 0.0;       // ... and the value it writes there
 //     static constexpr bool reports_rows = false;     // forward returns a per-row report (below)
-//     static constexpr bool splits_long_rows = false; // long rows split by chunks (executors, below)
+//     static constexpr bool splits_long_rows = false; // long rows split by chunks (executors)
 //     static void check(options const&) noexcept;     // preconditions (asserts)
 //     template <class A, class T> static void forward(A, x, ldx, y, ldy, rows, cols, opts, algorithm);
 //     template <class A, class T> static void backward(A, x, ldx, y, ldy, dy, lddy, dx, lddx,
@@ -399,7 +399,8 @@ inline rows_result_t<Family> forward(const T* x, std::size_t ldx, T* y, std::siz
     }
   }
   const row_split split = plan_rows(rows, cols, sizeof(T));
-  if (split.tasks <= 1) return forward<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm);
+  if (split.tasks <= 1)
+    return forward<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm);
   SMAX_ASSERT(ldx >= cols && ldy >= cols);
   return forward_split_rows<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm, split,
                                               ex);
@@ -644,11 +645,12 @@ SMAX_END_NAMESPACE
 // The same forms on an executor (api/entry.hpp, docs/threads.md), the executor last: after the
 // options, which are then required, and after grads for the families that have them (nullptr
 // when not wanted):
-//   name(x, y, n, opts, ex)                         name_rows(x, y, rows, cols, ld, opts, ex)
-//   name(algorithm, x, y, n, opts, ex)              name_rows(algorithm, x, y, rows, cols, ld, opts, ex)
-//   name_backward(y, dy, dx, n, opts, ex)           name_backward_rows(y, dy, dx, rows, cols, ld, opts, ex)
-//   name_backward(x, y, dy, dx, n, opts, ex)        name_backward_rows(x, y, dy, dx, rows, cols, ld, opts, ex)
-//   name_backward(x, y, dy, dx, n, opts, grads, ex) name_backward_rows(x, ..., ld, opts, grads, ex)
+//   name(x, y, n, opts, ex)
+//   name_rows(x, y, rows, cols, ld, opts, ex)
+//   name(algorithm, x, y, n, opts, ex), name_rows(algorithm, x, y, rows, cols, ld, opts, ex)
+//   name_backward(y, dy, dx, n, opts, ex), name_backward_rows(y, dy, dx, rows, cols, ld, opts, ex)
+//   name_backward(x, y, dy, dx, n, opts, ex), name_backward_rows(x, y, dy, dx, ..., ld, opts, ex)
+//   name_backward(x, y, dy, dx, n, opts, grads, ex), name_backward_rows(..., opts, grads, ex)
 #define SMAX_DETAIL_EXECUTOR_FORMS(name, Family, Dispatch)                                         \
   template <class T, class Executor, ::smax::detail::if_real_t<T> = 0,                             \
             ::smax::api::if_executor_t<Executor> = 0>                                              \
