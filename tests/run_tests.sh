@@ -11,7 +11,7 @@ phase_start=$SECONDS
 phase() { echo; echo "== [$1/3] $2 ($(date +%H:%M:%S); $(( SECONDS - phase_start )) s so far)"; }
 
 phase 1 "Debian packages: what is missing is installed (a fresh machine: about 1 min)"
-packages=(g++ cmake ninja-build git ca-certificates libxsimd-dev libeigen3-dev libgtest-dev)
+packages=(g++ cmake ninja-build git ca-certificates libxsimd-dev libeigen3-dev libgtest-dev libtbb-dev libpthreadpool-dev)
 bash cmake/install_debian_packages.sh "${packages[@]}"
 
 phase 2 "building the tests and examples in $build (first build: 15-30 min on 2 cores; each instruction set's kernels are one translation unit that takes minutes, so ninja's counter can stand still for a while)"

@@ -88,6 +88,14 @@ struct multimax_family : family_defaults {
   static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
   static constexpr bool masks_rows = true;
 
+  // The gradients of a call split into tasks are summed by task, in task order (api/entry.hpp).
+  static void add_grads(grads& into, grads const& part) noexcept {
+    for (int k = 0; k < 4; ++k) {
+      into.dt[k] += part.dt[k];
+      into.dr[k] += part.dr[k];
+    }
+  }
+
   static void check(options const& opts) noexcept {
     for (int k = 0; k < 4; ++k)
       SMAX_ASSERT(__builtin_isfinite(opts.t[k]) && __builtin_isfinite(opts.r[k]) &&

@@ -29,6 +29,7 @@
 #include "algorithm.hpp"
 #include "api/entry.hpp"
 #include "kernels/softmax.hpp"
+#include "online_state.hpp"
 
 SMAX_BEGIN_NAMESPACE
 namespace api {
@@ -64,6 +65,30 @@ struct softmax_like_family : family_defaults {
            (opts.zero_masked_rows ? kernels::flag_zero_masked_rows : 0u);
   }
   static void check(options const& opts) noexcept { check_temperature(opts); }
+
+  // Long rows on an executor (api/entry.hpp): chunks reduced to online states, merged in chunk
+  // order, each chunk normalised by the merged state (online.hpp's functions, on a dispatcher).
+  static constexpr bool splits_long_rows = true;
+  template <class T>
+  using chunk_state = online_state<T>;
+  template <class A, class T>
+  static online_state<T> reduce_chunk(A, const T* x, std::size_t n, options const& opts) noexcept {
+    online_state<T> s;
+    kernels::softmax_table<A>::online_reduce(x, n, static_cast<T>(opts.temperature), &s.max,
+                                             &s.sum);
+    return s;
+  }
+  template <class T>
+  static online_state<T> merge_chunks(online_state<T> const& a, online_state<T> const& b,
+                                      options const& opts) noexcept {
+    return ::smax::merge(a, b, opts);
+  }
+  template <class A, class T>
+  static void normalize_chunk(A, online_state<T> const& s, const T* x, T* y, std::size_t n,
+                              options const& opts) noexcept {
+    kernels::softmax_table<A>::online_normalize(x, y, n, static_cast<T>(opts.temperature),
+                                                flags(opts), s.max, s.sum);
+  }
 
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,

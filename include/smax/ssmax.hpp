@@ -59,6 +59,12 @@ struct ssmax_family : family_defaults {
   using grads = ssmax_param_grads;
   static constexpr backward_shape backward_form = backward_shape::from_input_with_grads;
 
+  // The gradients of a call split into tasks are summed by task, in task order (api/entry.hpp).
+  static void add_grads(grads& into, grads const& part) noexcept {
+    into.s += part.s;
+    into.bias += part.bias;
+  }
+
   static double keys(options const& opts, std::size_t cols) noexcept {
     return static_cast<double>(opts.n ? opts.n : cols);
   }

@@ -11,6 +11,7 @@
 //     static constexpr bool masks_rows = true;        // zero_masked_rows handled by this layer
 //     static constexpr double masked_row = 0.0;       // ... and the value it writes there
 //     static constexpr bool reports_rows = false;     // forward returns a per-row report (below)
+//     static constexpr bool splits_long_rows = false; // long rows split by chunks (executors)
 //     static void check(options const&) noexcept;     // preconditions (asserts)
 //     template <class A, class T> static void forward(A, x, ldx, y, ldy, rows, cols, opts, algorithm);
 //     template <class A, class T> static void backward(A, x, ldx, y, ldy, dy, lddy, dx, lddx,
@@ -28,14 +29,28 @@
 // api::forward and the rows forms return that count, the single-row forms whether the row was
 // reported (bool). The other families' forms return void.
 //
+// A family with parameter gradients (backward_shape::from_input_with_grads) also has
+//   static void add_grads(grads& into, grads const& part) noexcept;   // into += part
+// with which the executor forms sum the gradients of their tasks (below).
+//
+// Executors (docs/threads.md): every form also takes an executor as its last argument, any
+// object ex callable as ex(std::size_t tasks, f) that runs f(std::size_t task) for every task in
+// [0, tasks) and returns when all are done. The call is split into tasks by its shape alone
+// (rows, cols, sizeof(T): plan_rows below), never by the number of threads, so the result is
+// the same whatever runs the tasks; a call of one task runs inline and never calls ex.
+//
 // api::forward / api::backward below check the arguments once for every family and every form;
 // SMAX_FAMILY(name, family, dispatch) stamps the pointer forms (name, name_rows, name_backward,
 // name_backward_rows, std::span forms under C++20, the algorithm-tag forms where the family has
 // them) as one-line adaptors of them. The family headers stamp them with api::header_only,
 // runtime.hpp with the runtime dispatcher, from the one list in families.hpp.
 
+#include <atomic>
 #include <cstddef>
+#include <memory>
+#include <new>
 #include <type_traits>
+#include <utility>
 
 #include "../algorithm.hpp"
 #include "../config.hpp"
@@ -82,6 +97,7 @@ struct family_defaults {
   static constexpr bool masks_rows = false;
   static constexpr double masked_row = 0.0;
   static constexpr bool reports_rows = false;
+  static constexpr bool splits_long_rows = false;
   template <class Options>
   static void check(Options const&) noexcept {}
 };
@@ -165,13 +181,14 @@ SMAX_ALWAYS_INLINE rows_result_t<Family> forward(
 }
 
 // x may be null for the families whose backward pass reads only y. grads, if not null, is set
-// (to zero for an empty call).
+// (to zero for an empty call). backward (after the executor section) is this, except that the
+// parameter gradients of a call large enough to split are summed by task.
 template <class Family, class Dispatch, class T>
-SMAX_ALWAYS_INLINE void backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy,
-                                 const T* dy, std::size_t lddy, T* dx, std::size_t lddx,
-                                 std::size_t rows, std::size_t cols,
-                                 typename Family::options const& opts,
-                                 typename Family::grads* grads) noexcept {
+SMAX_ALWAYS_INLINE void backward_unsplit(const T* x, std::size_t ldx, const T* y,
+                                         std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                         std::size_t lddx, std::size_t rows, std::size_t cols,
+                                         typename Family::options const& opts,
+                                         typename Family::grads* grads) noexcept {
   constexpr bool reads_x = Family::backward_form != backward_shape::from_output;
   SMAX_ASSERT(((!reads_x || x != nullptr) && y != nullptr && dy != nullptr && dx != nullptr) ||
               rows == 0 || cols == 0);
@@ -206,6 +223,306 @@ template <class Family, backward_shape Shape>
 using if_backward_t = std::enable_if_t<Family::backward_form == Shape, int>;
 template <class Family>
 using if_algorithms_t = std::enable_if_t<Family::has_algorithms, int>;
+
+// ---------------------------------------------------------------------------------------------
+// Executors: the split of a call into tasks.
+
+// What every task should hold at least (bytes of one array, x's): a call smaller than this is
+// one task, run inline. Large against what one executor call costs, small enough for a
+// 4096 × 1024 batch to be 128 tasks (docs/threads.md has the measured figures).
+inline constexpr std::size_t task_grain_bytes = std::size_t(128) * 1024;
+// At most this many tasks per call (larger calls get larger tasks): bounds the per-task storage
+// of gradients and online states, and is 16 tasks per core on 64 cores.
+inline constexpr std::size_t max_tasks = 1024;
+// Rows of at least this many bytes are split into chunks by the families that can (softmax and
+// log-softmax through the online state; splits_long_rows).
+inline constexpr std::size_t long_row_bytes = std::size_t(256) * 1024;
+
+// A row split: task t runs rows [t·rows_per_task, min(rows, (t + 1)·rows_per_task)).
+struct row_split {
+  std::size_t tasks;
+  std::size_t rows_per_task;
+};
+
+// A function of the shape only (rows, cols, element size): never of the thread count.
+inline constexpr row_split plan_rows(std::size_t rows, std::size_t cols,
+                                     std::size_t element_size) noexcept {
+  if (rows == 0 || cols == 0) return {1, rows};
+  const std::size_t row_bytes = cols * element_size;
+  std::size_t per_task = row_bytes >= task_grain_bytes ? 1 : task_grain_bytes / row_bytes;
+  if (per_task > rows) per_task = rows;
+  std::size_t tasks = (rows + per_task - 1) / per_task;
+  if (tasks > max_tasks) {
+    per_task = (rows + max_tasks - 1) / max_tasks;
+    tasks = (rows + per_task - 1) / per_task;
+  }
+  return {tasks, per_task};
+}
+
+// A chunk split of long rows: every row in `chunks` chunks of `chunk` elements (the last one
+// shorter); task t is chunk t % chunks of row t / chunks. chunks < 2: the rows are not split.
+struct chunk_split {
+  std::size_t chunks;
+  std::size_t chunk;
+};
+
+inline constexpr chunk_split plan_chunks(std::size_t rows, std::size_t cols,
+                                         std::size_t element_size) noexcept {
+  const std::size_t row_bytes = cols * element_size;
+  if (row_bytes < long_row_bytes || rows >= max_tasks / 2) return {1, cols};
+  std::size_t chunks = (row_bytes + task_grain_bytes - 1) / task_grain_bytes;
+  if (chunks > max_tasks / rows) chunks = max_tasks / rows;
+  // Chunks start on 64-element boundaries (whole cache lines and registers when x is aligned).
+  std::size_t chunk = (cols + chunks - 1) / chunks;
+  chunk = (chunk + 63) / 64 * 64;
+  chunks = (cols + chunk - 1) / chunk;
+  return {chunks, chunk};
+}
+
+// What the executor forms accept: callable as ex(tasks, f) with f callable as f(task).
+struct executor_task_probe {
+  void operator()(std::size_t) const noexcept {}
+};
+template <class E, class = void>
+struct is_executor : std::false_type {};
+template <class E>
+struct is_executor<E, std::void_t<decltype(std::declval<E&>()(
+                          std::size_t(), std::declval<executor_task_probe&>()))>>
+    : std::true_type {};
+template <class E>
+using if_executor_t = std::enable_if_t<is_executor<std::remove_reference_t<E>>::value, int>;
+
+// Storage for one value per task, taken from the heap only by calls that split (new(nothrow):
+// a null array makes the caller run its tasks in order on this thread, with the same result).
+template <class V>
+inline std::unique_ptr<V[]> task_values(std::size_t tasks) noexcept {
+  return std::unique_ptr<V[]>(new (std::nothrow) V[tasks]());
+}
+
+// Rows split across tasks, each task the single-threaded call on its rows (zero_masked_rows
+// included); a reported-rows count is summed (an integer: order does not matter).
+template <class Family, class Dispatch, class T, class Executor>
+[[gnu::noinline]] rows_result_t<Family> forward_split_rows(
+    const T* x, std::size_t ldx, T* y, std::size_t ldy, std::size_t rows, std::size_t cols,
+    typename Family::options const& opts, algorithm_choice algorithm, row_split split,
+    Executor& ex) noexcept {
+  [[maybe_unused]] std::atomic<std::size_t> reported{0};
+  auto task = [&](std::size_t t) {
+    const std::size_t first = t * split.rows_per_task;
+    const std::size_t count =
+        rows - first < split.rows_per_task ? rows - first : split.rows_per_task;
+    if constexpr (Family::reports_rows)
+      reported.fetch_add(forward<Family, Dispatch>(x + first * ldx, ldx, y + first * ldy, ldy,
+                                                   count, cols, opts, algorithm),
+                         std::memory_order_relaxed);
+    else
+      forward<Family, Dispatch>(x + first * ldx, ldx, y + first * ldy, ldy, count, cols, opts,
+                                algorithm);
+  };
+  ex(split.tasks, task);
+  if constexpr (Family::reports_rows) return reported.load(std::memory_order_relaxed);
+}
+
+// Long rows split by chunks (splits_long_rows families): each chunk reduced to its online state
+// (one task each), the states of a row merged in chunk order on the calling thread, then every
+// chunk normalised by its row's merged state (one task each). The result depends on the chunk
+// split, which depends on the shape only.
+template <class Family, class Dispatch, class T, class Executor>
+[[gnu::noinline]] void forward_split_chunks(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                            std::size_t rows, std::size_t cols,
+                                            typename Family::options const& opts,
+                                            chunk_split split, Executor& ex) noexcept {
+  using state = typename Family::template chunk_state<T>;
+  const std::size_t tasks = rows * split.chunks;
+  auto length = [&](std::size_t c) {
+    const std::size_t first = c * split.chunk;
+    return cols - first < split.chunk ? cols - first : split.chunk;
+  };
+  auto reduce = [&](std::size_t t, state* out) {
+    const std::size_t r = t / split.chunks, c = t % split.chunks;
+    Dispatch::visit([&](auto a) {
+      *out = Family::reduce_chunk(a, x + r * ldx + c * split.chunk, length(c), opts);
+    });
+  };
+  auto normalize = [&](std::size_t t, state const& s) {
+    const std::size_t r = t / split.chunks, c = t % split.chunks;
+    Dispatch::visit([&](auto a) {
+      Family::normalize_chunk(a, s, x + r * ldx + c * split.chunk, y + r * ldy + c * split.chunk,
+                              length(c), opts);
+    });
+  };
+  const auto states = task_values<state>(tasks);
+  if (!states) {  // no memory for the states: the same reductions and merges, in order, here
+    for (std::size_t r = 0; r < rows; ++r) {
+      state s{};
+      for (std::size_t c = 0; c < split.chunks; ++c) {
+        state part;
+        reduce(r * split.chunks + c, &part);
+        s = Family::merge_chunks(s, part, opts);
+      }
+      for (std::size_t c = 0; c < split.chunks; ++c) normalize(r * split.chunks + c, s);
+    }
+    return;
+  }
+  auto reduce_task = [&](std::size_t t) { reduce(t, &states[t]); };
+  ex(tasks, reduce_task);
+  // The merges, in chunk order from the identity: cheap (a few exp per chunk), so not a task.
+  for (std::size_t r = 0; r < rows; ++r) {
+    state s{};
+    for (std::size_t c = 0; c < split.chunks; ++c)
+      s = Family::merge_chunks(s, states[r * split.chunks + c], opts);
+    for (std::size_t c = 0; c < split.chunks; ++c) states[r * split.chunks + c] = s;
+  }
+  auto normalize_task = [&](std::size_t t) { normalize(t, states[t]); };
+  ex(tasks, normalize_task);
+}
+
+// api::forward on an executor: the same result as without one for rows split across tasks
+// (every family's rows are independent); long rows of splits_long_rows families (automatic
+// algorithm only) split by chunks, within the family's bound of the unsplit call.
+template <class Family, class Dispatch, class T, class Executor>
+inline rows_result_t<Family> forward(const T* x, std::size_t ldx, T* y, std::size_t ldy,
+                                     std::size_t rows, std::size_t cols,
+                                     typename Family::options const& opts,
+                                     algorithm_choice algorithm, Executor&& ex) noexcept {
+  if (rows == 0 || cols == 0 || x == nullptr || y == nullptr)  // forward checks and returns
+    return forward<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm);
+  if constexpr (Family::splits_long_rows) {
+    if (algorithm == algorithm_choice::automatic) {
+      const chunk_split chunks = plan_chunks(rows, cols, sizeof(T));
+      if (chunks.chunks > 1) {
+        SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
+        Family::check(opts);
+        forward_split_chunks<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, chunks, ex);
+        return rows_result_t<Family>();
+      }
+    }
+  }
+  const row_split split = plan_rows(rows, cols, sizeof(T));
+  if (split.tasks <= 1)
+    return forward<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm);
+  SMAX_ASSERT(ldx >= cols && ldy >= cols);
+  return forward_split_rows<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, algorithm, split,
+                                              ex);
+}
+
+// The backward pass of rows [first, first + count) of a call (a task of the row split).
+template <class Family, class Dispatch, class T>
+inline void backward_part(const T* x, std::size_t ldx, const T* y, std::size_t ldy, const T* dy,
+                          std::size_t lddy, T* dx, std::size_t lddx, std::size_t first,
+                          std::size_t count, std::size_t cols,
+                          typename Family::options const& opts,
+                          typename Family::grads* grads) noexcept {
+  constexpr bool reads_x = Family::backward_form != backward_shape::from_output;
+  backward_unsplit<Family, Dispatch>(reads_x ? x + first * ldx : x, ldx, y + first * ldy, ldy,
+                                     dy + first * lddy, lddy, dx + first * lddx, lddx, count,
+                                     cols, opts, grads);
+}
+
+// Parameter gradients of a split call: each task's into its own slot, then summed in task order
+// from zero. The single-threaded call of a shape that splits sums the same way (api::backward),
+// so the gradients are the same bits with or without an executor.
+template <class Family, class Dispatch, class T, class Executor>
+[[gnu::noinline]] void backward_split_grads(const T* x, std::size_t ldx, const T* y,
+                                            std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                            std::size_t lddx, std::size_t rows, std::size_t cols,
+                                            typename Family::options const& opts,
+                                            typename Family::grads* grads, row_split split,
+                                            Executor* ex) noexcept {
+  using grads_t = typename Family::grads;
+  auto part = [&](std::size_t t, grads_t* g) {
+    const std::size_t first = t * split.rows_per_task;
+    const std::size_t count =
+        rows - first < split.rows_per_task ? rows - first : split.rows_per_task;
+    backward_part<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, first, count, cols, opts,
+                                    g);
+  };
+  std::unique_ptr<grads_t[]> parts;
+  if (ex) parts = task_values<grads_t>(split.tasks);
+  grads_t total{};
+  if (!parts) {  // no executor (or no memory): the tasks in order on this thread
+    for (std::size_t t = 0; t < split.tasks; ++t) {
+      grads_t g{};
+      part(t, &g);
+      Family::add_grads(total, g);
+    }
+  } else {
+    auto task = [&](std::size_t t) { part(t, &parts[t]); };
+    (*ex)(split.tasks, task);
+    for (std::size_t t = 0; t < split.tasks; ++t) Family::add_grads(total, parts[t]);
+  }
+  *grads = total;
+}
+
+// The executor of the single-threaded call: never called (backward_split_grads gets a null one).
+struct no_executor {
+  template <class F>
+  void operator()(std::size_t, F&&) const noexcept {}
+};
+
+// The single-threaded backward pass (every form without an executor).
+template <class Family, class Dispatch, class T>
+SMAX_ALWAYS_INLINE void backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy,
+                                 const T* dy, std::size_t lddy, T* dx, std::size_t lddx,
+                                 std::size_t rows, std::size_t cols,
+                                 typename Family::options const& opts,
+                                 typename Family::grads* grads) noexcept {
+  if constexpr (Family::backward_form == backward_shape::from_input_with_grads) {
+    if (grads && rows != 0 && cols != 0) {
+      const row_split split = plan_rows(rows, cols, sizeof(T));
+      if (split.tasks > 1) {
+        Family::check(opts);
+        return backward_split_grads<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows,
+                                                      cols, opts, grads, split,
+                                                      static_cast<no_executor*>(nullptr));
+      }
+    }
+  }
+  backward_unsplit<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, opts, grads);
+}
+
+// Rows split across tasks, without parameter gradients.
+template <class Family, class Dispatch, class T, class Executor>
+[[gnu::noinline]] void backward_split_rows(const T* x, std::size_t ldx, const T* y,
+                                           std::size_t ldy, const T* dy, std::size_t lddy, T* dx,
+                                           std::size_t lddx, std::size_t rows, std::size_t cols,
+                                           typename Family::options const& opts, row_split split,
+                                           Executor& ex) noexcept {
+  auto task = [&](std::size_t t) {
+    const std::size_t first = t * split.rows_per_task;
+    const std::size_t count =
+        rows - first < split.rows_per_task ? rows - first : split.rows_per_task;
+    backward_part<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, first, count, cols, opts,
+                                    nullptr);
+  };
+  ex(split.tasks, task);
+}
+
+// api::backward on an executor: rows split across tasks (a long row stays one task); the same
+// dx bits as without one, and the same parameter gradients (summed by task, as without one).
+template <class Family, class Dispatch, class T, class Executor>
+inline void backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy, const T* dy,
+                     std::size_t lddy, T* dx, std::size_t lddx, std::size_t rows,
+                     std::size_t cols, typename Family::options const& opts,
+                     typename Family::grads* grads, Executor&& ex) noexcept {
+  const row_split split = plan_rows(rows, cols, sizeof(T));
+  if (rows == 0 || cols == 0 || y == nullptr || split.tasks <= 1)
+    return backward<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, opts, grads);
+  constexpr bool reads_x = Family::backward_form != backward_shape::from_output;
+  SMAX_ASSERT((!reads_x || x != nullptr) && dy != nullptr && dx != nullptr);
+  SMAX_ASSERT((!reads_x || ldx >= cols) && ldy >= cols && lddy >= cols && lddx >= cols);
+  (void)reads_x;
+  Family::check(opts);
+  if constexpr (Family::backward_form == backward_shape::from_input_with_grads) {
+    if (grads) {
+      auto* e = &ex;
+      return backward_split_grads<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows,
+                                                    cols, opts, grads, split, e);
+    }
+  }
+  backward_split_rows<Family, Dispatch>(x, ldx, y, ldy, dy, lddy, dx, lddx, rows, cols, opts,
+                                        split, ex);
+}
 
 }  // namespace api
 SMAX_END_NAMESPACE
@@ -322,4 +639,104 @@ SMAX_END_NAMESPACE
                                    typename F_::grads * grads = nullptr) noexcept {                \
     ::smax::api::backward<F_, Dispatch>(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, grads);    \
   }                                                                                                \
-  SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)
+  SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                                   \
+  SMAX_DETAIL_EXECUTOR_FORMS(name, Family, Dispatch)
+
+// The same forms on an executor (api/entry.hpp, docs/threads.md), the executor last: after the
+// options, which are then required, and after grads for the families that have them (nullptr
+// when not wanted):
+//   name(x, y, n, opts, ex)
+//   name_rows(x, y, rows, cols, ld, opts, ex)
+//   name(algorithm, x, y, n, opts, ex), name_rows(algorithm, x, y, rows, cols, ld, opts, ex)
+//   name_backward(y, dy, dx, n, opts, ex), name_backward_rows(y, dy, dx, rows, cols, ld, opts, ex)
+//   name_backward(x, y, dy, dx, n, opts, ex), name_backward_rows(x, y, dy, dx, ..., ld, opts, ex)
+//   name_backward(x, y, dy, dx, n, opts, grads, ex), name_backward_rows(..., opts, grads, ex)
+#define SMAX_DETAIL_EXECUTOR_FORMS(name, Family, Dispatch)                                         \
+  template <class T, class Executor, ::smax::detail::if_real_t<T> = 0,                             \
+            ::smax::api::if_executor_t<Executor> = 0>                                              \
+  inline ::smax::api::row_result_t<Family> name(const T* x, T* y, std::size_t n,                   \
+                                                typename Family::options const& opts,              \
+                                                Executor&& ex) noexcept {                          \
+    return static_cast<::smax::api::row_result_t<Family>>(::smax::api::forward<Family, Dispatch>(  \
+        x, n, y, n, 1, n, opts, ::smax::api::algorithm_choice::automatic, ex));                    \
+  }                                                                                                \
+  template <class T, class Executor, ::smax::detail::if_real_t<T> = 0,                             \
+            ::smax::api::if_executor_t<Executor> = 0>                                              \
+  inline ::smax::api::rows_result_t<Family> name##_rows(                                           \
+      const T* x, T* y, std::size_t rows, std::size_t cols, std::size_t ld,                        \
+      typename Family::options const& opts, Executor&& ex) noexcept {                              \
+    return ::smax::api::forward<Family, Dispatch>(x, ld, y, ld, rows, cols, opts,                  \
+                                                  ::smax::api::algorithm_choice::automatic, ex);   \
+  }                                                                                                \
+  template <class Algorithm, class T, class Executor, class F_ = Family,                           \
+            ::smax::api::if_algorithms_t<F_> = 0, ::smax::detail::if_real_t<T> = 0,                \
+            ::smax::api::if_executor_t<Executor> = 0>                                              \
+  inline auto name(Algorithm algorithm, const T* x, T* y, std::size_t n,                           \
+                   typename F_::options const& opts, Executor&& ex) noexcept                       \
+      ->decltype(::smax::api::algorithm_of(algorithm), ::smax::api::row_result_t<F_>()) {          \
+    return static_cast<::smax::api::row_result_t<F_>>(::smax::api::forward<F_, Dispatch>(          \
+        x, n, y, n, 1, n, opts, ::smax::api::algorithm_of(algorithm), ex));                        \
+  }                                                                                                \
+  template <class Algorithm, class T, class Executor, class F_ = Family,                           \
+            ::smax::api::if_algorithms_t<F_> = 0, ::smax::detail::if_real_t<T> = 0,                \
+            ::smax::api::if_executor_t<Executor> = 0>                                              \
+  inline auto name##_rows(Algorithm algorithm, const T* x, T* y, std::size_t rows,                 \
+                          std::size_t cols, std::size_t ld, typename F_::options const& opts,      \
+                          Executor&& ex) noexcept                                                  \
+      ->decltype(::smax::api::algorithm_of(algorithm), ::smax::api::rows_result_t<F_>()) {         \
+    return ::smax::api::forward<F_, Dispatch>(x, ld, y, ld, rows, cols, opts,                      \
+                                              ::smax::api::algorithm_of(algorithm), ex);           \
+  }                                                                                                \
+  template <class T, class Executor, class F_ = Family,                                            \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_output> = 0,          \
+            ::smax::detail::if_real_t<T> = 0, ::smax::api::if_executor_t<Executor> = 0>            \
+  inline void name##_backward(const T* y, const T* dy, T* dx, std::size_t n,                       \
+                              typename F_::options const& opts, Executor&& ex) noexcept {          \
+    ::smax::api::backward<F_, Dispatch>(static_cast<const T*>(nullptr), n, y, n, dy, n, dx, n, 1,  \
+                                        n, opts, nullptr, ex);                                     \
+  }                                                                                                \
+  template <class T, class Executor, class F_ = Family,                                            \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_output> = 0,          \
+            ::smax::detail::if_real_t<T> = 0, ::smax::api::if_executor_t<Executor> = 0>            \
+  inline void name##_backward_rows(const T* y, const T* dy, T* dx, std::size_t rows,               \
+                                   std::size_t cols, std::size_t ld,                               \
+                                   typename F_::options const& opts, Executor&& ex) noexcept {     \
+    ::smax::api::backward<F_, Dispatch>(static_cast<const T*>(nullptr), ld, y, ld, dy, ld, dx, ld, \
+                                        rows, cols, opts, nullptr, ex);                            \
+  }                                                                                                \
+  template <class T, class Executor, class F_ = Family,                                            \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input> = 0,           \
+            ::smax::detail::if_real_t<T> = 0, ::smax::api::if_executor_t<Executor> = 0>            \
+  inline void name##_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,           \
+                              typename F_::options const& opts, Executor&& ex) noexcept {          \
+    ::smax::api::backward<F_, Dispatch>(x, n, y, n, dy, n, dx, n, 1, n, opts, nullptr, ex);        \
+  }                                                                                                \
+  template <class T, class Executor, class F_ = Family,                                            \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input> = 0,           \
+            ::smax::detail::if_real_t<T> = 0, ::smax::api::if_executor_t<Executor> = 0>            \
+  inline void name##_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,   \
+                                   std::size_t cols, std::size_t ld,                               \
+                                   typename F_::options const& opts, Executor&& ex) noexcept {     \
+    ::smax::api::backward<F_, Dispatch>(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, nullptr,   \
+                                        ex);                                                       \
+  }                                                                                                \
+  template <class T, class Executor, class F_ = Family,                                            \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input_with_grads> =   \
+                0,                                                                                 \
+            ::smax::detail::if_real_t<T> = 0, ::smax::api::if_executor_t<Executor> = 0>            \
+  inline void name##_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n,           \
+                              typename F_::options const& opts, typename F_::grads* grads,         \
+                              Executor&& ex) noexcept {                                            \
+    ::smax::api::backward<F_, Dispatch>(x, n, y, n, dy, n, dx, n, 1, n, opts, grads, ex);          \
+  }                                                                                                \
+  template <class T, class Executor, class F_ = Family,                                            \
+            ::smax::api::if_backward_t<F_, ::smax::api::backward_shape::from_input_with_grads> =   \
+                0,                                                                                 \
+            ::smax::detail::if_real_t<T> = 0, ::smax::api::if_executor_t<Executor> = 0>            \
+  inline void name##_backward_rows(const T* x, const T* y, const T* dy, T* dx, std::size_t rows,   \
+                                   std::size_t cols, std::size_t ld,                               \
+                                   typename F_::options const& opts, typename F_::grads* grads,    \
+                                   Executor&& ex) noexcept {                                       \
+    ::smax::api::backward<F_, Dispatch>(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, grads,     \
+                                        ex);                                                       \
+  }

@@ -1,0 +1,545 @@
+// Executors (api/entry.hpp, docs/threads.md): every family of <smax/families.hpp> called with an
+// executor as its last argument.
+//
+// - A batch split into tasks gives the bits of the single-threaded call, forward and backward
+//   (and the parameter gradients), whatever runs the tasks: a std::thread executor with 1 to 8
+//   threads, and an odd one that runs the tasks in reverse order, unevenly over two threads.
+//   On every instruction set compiled in (api::forward / api::backward on that set's kernels),
+//   and through the stamped forms, header-only and smax::runtime.
+// - zero_masked_rows composes: each task runs the single-threaded path on its rows.
+// - A short batch (less than one task's grain) never calls the executor.
+// - A long softmax / log-softmax row is split by chunks: within the stated bound of the long-double
+//   reference (the bound of the single-threaded call), and the same bits with every executor.
+//
+// Built into smax_threads_tests (every instruction set the tests compile; CI runs it with g++,
+// under AddressSanitizer and under ThreadSanitizer; not under qemu, whose run has no time for it).
+
+#include <smax/runtime.hpp>
+#include <smax/smax.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstddef>
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace {
+
+using smax::api::backward_shape;
+
+// A pool of threads - 1 workers kept for the whole run (new threads for every call would cost
+// more than the calls); the caller works too. Each call hands the task function to every worker
+// and waits until all of them have left it, so a late worker never runs a stale one.
+class thread_pool {
+ public:
+  explicit thread_pool(unsigned threads) {
+    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { serve(); });
+  }
+  ~thread_pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  void run(std::size_t tasks, std::function<void(std::size_t)> const& f) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = &f;
+    tasks_ = tasks;
+    next_ = 0;
+    busy_ = workers_.size();
+    ++generation_;
+    lock.unlock();
+    wake_.notify_all();
+    work();
+    lock.lock();
+    done_.wait(lock, [&] { return busy_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void work() {
+    for (std::size_t t; (t = next_.fetch_add(1)) < tasks_;) (*job_)(t);
+  }
+  void serve() {
+    unsigned seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      lock.unlock();
+      work();
+      lock.lock();
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::function<void(std::size_t)> const* job_ = nullptr;
+  std::size_t tasks_ = 0, busy_ = 0;
+  std::atomic<std::size_t> next_{0};
+  unsigned generation_ = 0;
+  bool stop_ = false;
+};
+
+// Runs the tasks on `threads` threads (the caller and threads - 1 pool workers), each taking the
+// next task from a shared counter.
+struct thread_executor {
+  unsigned threads;
+  template <class F>
+  void operator()(std::size_t tasks, F&& f) const {
+    static std::mutex pools_mutex;
+    static std::unique_ptr<thread_pool> pools[9];
+    thread_pool* pool;
+    {
+      std::lock_guard<std::mutex> lock(pools_mutex);
+      if (!pools[threads]) pools[threads] = std::make_unique<thread_pool>(threads);
+      pool = pools[threads].get();
+    }
+    pool->run(tasks, std::function<void(std::size_t)>(std::ref(f)));
+  }
+};
+
+// Tasks in reverse order, split unevenly: a second thread runs the last two thirds from the end
+// backwards while the caller runs the first third, also backwards.
+struct odd_executor {
+  template <class F>
+  void operator()(std::size_t tasks, F&& f) const {
+    const std::size_t split = tasks / 3;
+    std::thread other([&] {
+      for (std::size_t t = tasks; t-- > split;) f(t);
+    });
+    for (std::size_t t = split; t-- > 0;) f(t);
+    other.join();
+  }
+};
+
+// Counts its calls and runs the tasks in order.
+struct counting_executor {
+  std::size_t* calls;
+  template <class F>
+  void operator()(std::size_t tasks, F&& f) const {
+    ++*calls;
+    for (std::size_t t = 0; t < tasks; ++t) f(t);
+  }
+};
+
+// The kernels of one instruction set A, as a dispatcher for api::forward / api::backward.
+template <class A>
+struct on_arch {
+  template <class F>
+  static decltype(auto) visit(F&& f) noexcept {
+    return f(A{});
+  }
+};
+
+// The options a generic call uses: {} unless the family gives sample_options().
+template <class Family, class = void>
+struct sample_options {
+  static typename Family::options get() { return {}; }
+};
+template <class Family>
+struct sample_options<Family, std::void_t<decltype(Family::sample_options())>> {
+  static typename Family::options get() { return Family::sample_options(); }
+};
+template <class Opts, class = void>
+struct has_zero_masked_rows : std::false_type {};
+template <class Opts>
+struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>>
+    : std::true_type {};
+
+// MultiMax's options are all 0 by default (softmax): give its parameter gradients terms to sum.
+template <class Family>
+typename Family::options options_for() {
+  auto o = sample_options<Family>::get();
+  if constexpr (std::is_same<Family, smax::api::multimax_family>::value)
+    o = smax::multimax_options{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
+  return o;
+}
+
+template <class T>
+std::vector<T> random_matrix(std::size_t size, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-4.0, 4.0);
+  std::vector<T> m(size);
+  for (auto& v : m) v = static_cast<T>(u(rng));
+  return m;
+}
+
+template <class T>
+bool same_bits(std::vector<T> const& a, std::vector<T> const& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// A batch of 9 tasks (plan_rows), the last one half full, with padding between rows (ld > cols)
+// that no call may write.
+constexpr std::size_t batch_cols = 200, batch_ld = 203;
+template <class T>
+constexpr std::size_t batch_rows_of() {
+  constexpr std::size_t per_task = smax::api::task_grain_bytes / (batch_cols * sizeof(T));
+  return 8 * per_task + per_task / 2;
+}
+constexpr std::size_t batch_rows = batch_rows_of<float>();
+
+// One family on one dispatcher: forward and backward on every executor against the call
+// without one, bit for bit (and the parameter gradients).
+template <class Family, class Dispatch, class T>
+void check_family_split(const char* name, bool every_thread_count, bool masked) {
+  using grads_t = typename Family::grads;
+  constexpr bool with_grads = Family::backward_form == backward_shape::from_input_with_grads;
+  constexpr bool reads_x = Family::backward_form != backward_shape::from_output;
+  constexpr std::size_t rows = batch_rows_of<T>(), cols = batch_cols, ld = batch_ld;
+  ASSERT_EQ(smax::api::plan_rows(rows, cols, sizeof(T)).tasks, 9u);
+  auto opts = options_for<Family>();
+  auto x = random_matrix<T>(rows * ld, 1);
+  const auto dy = random_matrix<T>(rows * ld, 2);
+  if constexpr (has_zero_masked_rows<typename Family::options>::value) {
+    if (masked) {
+      opts.zero_masked_rows = true;
+      // All-masked rows at the start, in the middle and at the end of tasks.
+      const std::size_t per_task = smax::api::plan_rows(rows, cols, sizeof(T)).rows_per_task;
+      for (std::size_t r : {std::size_t(0), per_task - 1, per_task, rows - 1})
+        for (std::size_t c = 0; c < cols; ++c) x[r * ld + c] = -smax_test::infinity<T>;
+    }
+  }
+  if (masked && !has_zero_masked_rows<typename Family::options>::value) return;
+
+  std::vector<T> want(rows * ld, T(-7));
+  [[maybe_unused]] std::size_t reported = 0;
+  if constexpr (Family::reports_rows)
+    reported =
+        smax::api::forward<Family, Dispatch>(x.data(), ld, want.data(), ld, rows, cols, opts);
+  else
+    smax::api::forward<Family, Dispatch>(x.data(), ld, want.data(), ld, rows, cols, opts);
+  std::vector<T> dwant(rows * ld, T(-7));
+  grads_t gwant{};
+  smax::api::backward<Family, Dispatch>(x.data(), ld, want.data(), ld, dy.data(), ld,
+                                        dwant.data(), ld, rows, cols, opts,
+                                        with_grads ? &gwant : nullptr);
+
+  std::vector<T> y(rows * ld), dx(rows * ld);
+  auto check = [&](auto&& ex, std::string const& what) {
+    std::fill(y.begin(), y.end(), T(-7));
+    if constexpr (Family::reports_rows) {
+      const std::size_t got = smax::api::forward<Family, Dispatch>(
+          x.data(), ld, y.data(), ld, rows, cols, opts, smax::api::algorithm_choice::automatic, ex);
+      EXPECT_EQ(got, reported) << name << ", reported rows, " << what;
+    } else {
+      smax::api::forward<Family, Dispatch>(x.data(), ld, y.data(), ld, rows, cols, opts,
+                                           smax::api::algorithm_choice::automatic, ex);
+    }
+    EXPECT_TRUE(same_bits(y, want)) << name << " forward, " << what;
+    std::fill(dx.begin(), dx.end(), T(-7));
+    grads_t g{};
+    smax::api::backward<Family, Dispatch>(reads_x ? x.data() : nullptr, ld, want.data(), ld,
+                                          dy.data(), ld, dx.data(), ld, rows, cols, opts,
+                                          with_grads ? &g : nullptr, ex);
+    EXPECT_TRUE(same_bits(dx, dwant)) << name << " backward, " << what;
+    if (with_grads) {
+      EXPECT_EQ(std::memcmp(&g, &gwant, sizeof g), 0) << name << " parameter gradients, " << what;
+    }
+  };
+  // Under emulation or the sanitizers (CI sets these variables there), 1, 2, 5 and 8 threads.
+  const bool reduced =
+      smax_test::exhaustive_stride() > 1 || std::getenv("SMAX_TEST_LONG_ROW_LIMIT") != nullptr;
+  for (unsigned threads = 1; threads <= 8; ++threads)
+    if (every_thread_count
+            ? !reduced || threads == 1 || threads == 2 || threads == 5 || threads == 8
+            : threads == 3)
+      check(thread_executor{threads}, std::to_string(threads) + " threads");
+  check(odd_executor{}, "reverse, uneven executor");
+}
+
+template <class C>
+class executors_test : public ::testing::Test {};
+TYPED_TEST_SUITE(executors_test, smax_test::all_configs, smax_test::config_names);
+
+// Every family, on every instruction set compiled in: thread counts 1 to 8 and the odd executor.
+TYPED_TEST(executors_test, batches_equal_the_single_threaded_call) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using A = typename TypeParam::arch;
+  using T = typename TypeParam::value_type;
+#define SMAX_EXECUTORS_FAMILY(name, extra) \
+  check_family_split<smax::api::name##_family, on_arch<A>, T>(#name, true, false);
+  SMAX_FAMILIES(SMAX_EXECUTORS_FAMILY)
+#undef SMAX_EXECUTORS_FAMILY
+}
+
+// zero_masked_rows: all-masked rows at task edges; each task runs the single-threaded path.
+TYPED_TEST(executors_test, zero_masked_rows_compose) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using A = typename TypeParam::arch;
+  using T = typename TypeParam::value_type;
+#define SMAX_EXECUTORS_FAMILY(name, extra) \
+  check_family_split<smax::api::name##_family, on_arch<A>, T>(#name, false, true);
+  SMAX_FAMILIES(SMAX_EXECUTORS_FAMILY)
+#undef SMAX_EXECUTORS_FAMILY
+}
+
+// The stamped forms (header-only and smax::runtime), for every family: the rows forms and the
+// single-row forms with an executor give the bits of the same forms without one.
+template <class Family, class T, class Forms>
+void check_stamped_forms(const char* name, Forms const& f) {
+  using grads_t = typename Family::grads;
+  constexpr auto shape = Family::backward_form;
+  constexpr std::size_t rows = batch_rows_of<T>(), cols = batch_cols, ld = batch_ld;
+  const auto opts = options_for<Family>();
+  const auto x = random_matrix<T>(rows * ld, 3), dy = random_matrix<T>(rows * ld, 4);
+  const odd_executor ex;
+  for (int runtime = 0; runtime < 2; ++runtime) {
+    const std::string what = std::string(name) + (runtime ? " (runtime)" : " (header-only)");
+    std::vector<T> want(rows * ld, T(-7)), y(rows * ld, T(-7));
+    f.rows(runtime, x.data(), want.data(), rows, cols, ld, opts);
+    f.rows(runtime, x.data(), y.data(), rows, cols, ld, opts, ex);
+    EXPECT_TRUE(same_bits(y, want)) << what << " _rows";
+    std::vector<T> single(cols), single_ex(cols);
+    f.forward(runtime, x.data(), single.data(), cols, opts);
+    f.forward(runtime, x.data(), single_ex.data(), cols, opts, ex);
+    EXPECT_TRUE(same_bits(single_ex, single)) << what << " single row";
+
+    std::vector<T> dwant(rows * ld, T(-7)), dx(rows * ld, T(-7));
+    grads_t gwant{}, g{};
+    if constexpr (shape == backward_shape::from_output) {
+      f.backward_rows(runtime, want.data(), dy.data(), dwant.data(), rows, cols, ld, opts);
+      f.backward_rows(runtime, want.data(), dy.data(), dx.data(), rows, cols, ld, opts, ex);
+    } else if constexpr (shape == backward_shape::from_input) {
+      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dwant.data(), rows, cols, ld,
+                      opts);
+      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dx.data(), rows, cols, ld, opts,
+                      ex);
+    } else {
+      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dwant.data(), rows, cols, ld, opts,
+                      &gwant);
+      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dx.data(), rows, cols, ld, opts,
+                      &g, ex);
+      EXPECT_EQ(std::memcmp(&g, &gwant, sizeof g), 0) << what << " parameter gradients";
+    }
+    EXPECT_TRUE(same_bits(dx, dwant)) << what << " backward _rows";
+  }
+}
+
+template <class F, class R, class BR>
+struct forms {
+  F forward;
+  R rows;
+  BR backward_rows;
+};
+template <class... L>
+forms<L...> make_forms(L... l) {
+  return {l...};
+}
+
+// Each form as a generic lambda taking `runtime` first.
+#define SMAX_EXECUTORS_FORM(name)                     \
+  [](bool runtime, auto&&... a) {                    \
+    if (runtime)                                      \
+      smax::runtime::name(a...);                      \
+    else                                              \
+      smax::name(a...);                               \
+  }
+#define SMAX_EXECUTORS_STAMPED(name, extra)                                                      \
+  TEST(executors_forms, name) {                                                                  \
+    const auto f = make_forms(SMAX_EXECUTORS_FORM(name), SMAX_EXECUTORS_FORM(name##_rows),       \
+                              SMAX_EXECUTORS_FORM(name##_backward_rows));                        \
+    check_stamped_forms<smax::api::name##_family, float>(#name, f);                              \
+    check_stamped_forms<smax::api::name##_family, double>(#name, f);                             \
+  }
+SMAX_FAMILIES(SMAX_EXECUTORS_STAMPED)
+#undef SMAX_EXECUTORS_STAMPED
+
+// The algorithm-tag forms take an executor too (a batch splits by rows; the tag is kept).
+TEST(executors_forms, algorithm_tags) {
+  const auto x = random_matrix<float>(batch_rows * batch_ld, 5);
+  std::vector<float> want(x.size(), -7.f), y(x.size(), -7.f);
+  smax::softmax_rows(smax::online, x.data(), want.data(), batch_rows, batch_cols, batch_ld);
+  smax::softmax_rows(smax::online, x.data(), y.data(), batch_rows, batch_cols, batch_ld, {},
+                     thread_executor{3});
+  EXPECT_TRUE(same_bits(y, want));
+  smax::runtime::log_softmax_rows(smax::two_pass, x.data(), want.data(), batch_rows, batch_cols,
+                                  batch_ld);
+  smax::runtime::log_softmax_rows(smax::two_pass, x.data(), y.data(), batch_rows, batch_cols,
+                                  batch_ld, {}, odd_executor{});
+  EXPECT_TRUE(same_bits(y, want));
+}
+
+// A call of less than one task's grain runs inline: the executor is never called.
+template <class Family, class T>
+void check_short_batch_inline(const char* name) {
+  using grads_t = typename Family::grads;
+  constexpr bool with_grads = Family::backward_form == backward_shape::from_input_with_grads;
+  const auto opts = options_for<Family>();
+  // 8 rows of 1000, and one row just under the grain (and, for the chunking families, under the
+  // long-row threshold).
+  const std::size_t one_row = smax::api::task_grain_bytes / sizeof(T) - 16;
+  for (auto shape : {std::pair<std::size_t, std::size_t>{8, 1000}, {1, one_row}}) {
+    const std::size_t rows = shape.first, cols = shape.second;
+    ASSERT_EQ(smax::api::plan_rows(rows, cols, sizeof(T)).tasks, 1u);
+    const auto x = random_matrix<T>(rows * cols, 6), dy = random_matrix<T>(rows * cols, 7);
+    std::vector<T> y(rows * cols), dx(rows * cols);
+    grads_t g{};
+    std::size_t calls = 0;
+    smax::api::forward<Family, smax::api::header_only>(x.data(), cols, y.data(), cols, rows, cols,
+                                                       opts, smax::api::algorithm_choice::automatic,
+                                                       counting_executor{&calls});
+    smax::api::backward<Family, smax::runtime::dispatch::chosen>(
+        x.data(), cols, y.data(), cols, dy.data(), cols, dx.data(), cols, rows, cols, opts,
+        with_grads ? &g : nullptr, counting_executor{&calls});
+    EXPECT_EQ(calls, 0u) << name << ", " << rows << " x " << cols;
+  }
+}
+
+TEST(executors, short_batches_never_call_the_executor) {
+#define SMAX_EXECUTORS_FAMILY(name, extra)                            \
+  check_short_batch_inline<smax::api::name##_family, float>(#name); \
+  check_short_batch_inline<smax::api::name##_family, double>(#name);
+  SMAX_FAMILIES(SMAX_EXECUTORS_FAMILY)
+#undef SMAX_EXECUTORS_FAMILY
+}
+
+// The split is a function of the shape only.
+TEST(executors, the_split_depends_on_the_shape_only) {
+  using smax::api::plan_rows;
+  // 4096 x 1024 floats: 32 rows (128 KiB) per task.
+  EXPECT_EQ(plan_rows(4096, 1024, 4).tasks, 128u);
+  EXPECT_EQ(plan_rows(4096, 1024, 4).rows_per_task, 32u);
+  // Rows longer than the grain: one per task; more than max_tasks rows: larger tasks.
+  EXPECT_EQ(plan_rows(10, 100000, 4).tasks, 10u);
+  EXPECT_LE(plan_rows(100000, 100000, 4).tasks, smax::api::max_tasks);
+  EXPECT_EQ(plan_rows(0, 10, 4).tasks, 1u);
+  EXPECT_EQ(plan_rows(10, 0, 4).tasks, 1u);
+  // Long rows: chunks of about one grain, on 64-element boundaries, covering the row.
+  const auto c = smax::api::plan_chunks(1, std::size_t(1) << 20, 4);
+  EXPECT_EQ(c.chunks, 32u);
+  EXPECT_EQ(c.chunk % 64, 0u);
+  EXPECT_GE(c.chunks * c.chunk, std::size_t(1) << 20);
+  EXPECT_LT((c.chunks - 1) * c.chunk, std::size_t(1) << 20);
+  EXPECT_EQ(smax::api::plan_chunks(1, 60000, 4).chunks, 1u);  // under 256 KiB: not split
+  EXPECT_LE(smax::api::plan_chunks(100, 1 << 20, 4).chunks * 100, smax::api::max_tasks);
+}
+
+// A long softmax / log-softmax row, split by chunks: within the bound of the single-threaded call
+// against the long-double reference, and the same bits with every executor.
+template <class C>
+class executors_long_row_test : public ::testing::Test {};
+TYPED_TEST_SUITE(executors_long_row_test, smax_test::all_configs, smax_test::config_names);
+
+template <class T>
+::testing::AssertionResult within_bound(std::vector<T> const& x, std::vector<T> const& y,
+                                        bool log, double temperature) {
+  const std::size_t n = x.size();
+  const auto ref = smax::reference::softmax(x.data(), n, log,
+                                            smax::reference::options{temperature, false});
+  long double m = -HUGE_VALL;
+  for (T v : x) m = v > m ? v : m;
+  const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : 1e-14;
+  for (std::size_t i = 0; i < n; ++i) {
+    ::testing::AssertionResult r = ::testing::AssertionSuccess();
+    if (log) {
+      const double z = std::fabs(static_cast<double>(ref[i]));
+      r = smax_test::matches(y[i], ref[i], 0.0, eps * (z + 1 + std::log(double(n))), i, false);
+    } else {
+      const double spread = temperature == 1 ? 0.0 : static_cast<double>((m - x[i]) / temperature);
+      r = smax_test::matches(y[i], ref[i], smax_test::softmax_rtol<T> + eps * spread,
+                             std::numeric_limits<T>::min(), i);
+    }
+    if (!r) return r << " (n = " << n << (log ? ", log" : "") << ", T = " << temperature << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TYPED_TEST(executors_long_row_test, split_by_chunks_within_the_bound) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using A = typename TypeParam::arch;
+  using T = typename TypeParam::value_type;
+  // Long enough to split (>= 256 KiB) whatever SMAX_TEST_LONG_ROW_LIMIT says; the tail is odd.
+  const std::size_t n = (smax::api::long_row_bytes / sizeof(T)) * 3 / 2 + 37;
+  ASSERT_GT(smax::api::plan_chunks(1, n, sizeof(T)).chunks, 1u);
+  const auto x = smax_test::random_row<T>(n, 40.0, 100.0, 8);
+  for (bool log : {false, true})
+    for (double temperature : {1.0, 2.5}) {
+      const smax::softmax_options opts{temperature};
+      std::vector<T> first(n, T(-7));
+      std::size_t calls = 0;
+      auto run = [&](auto&& ex, std::vector<T>& y, const T* in = nullptr) {
+        in = in ? in : x.data();
+        if (log)
+          smax::api::forward<smax::api::log_softmax_family, on_arch<A>>(
+              in, n, y.data(), n, 1, n, opts, smax::api::algorithm_choice::automatic, ex);
+        else
+          smax::api::forward<smax::api::softmax_family, on_arch<A>>(
+              in, n, y.data(), n, 1, n, opts, smax::api::algorithm_choice::automatic, ex);
+      };
+      run(counting_executor{&calls}, first);
+      EXPECT_EQ(calls, 2u) << "the reductions, then the normalisations";
+      EXPECT_TRUE(within_bound(x, first, log, temperature));
+      for (unsigned threads : {1u, 2u, 5u, 8u}) {
+        std::vector<T> y(n, T(-7));
+        run(thread_executor{threads}, y);
+        EXPECT_TRUE(same_bits(y, first)) << threads << " threads, log " << log;
+      }
+      std::vector<T> y(n, T(-7));
+      run(odd_executor{}, y);
+      EXPECT_TRUE(same_bits(y, first)) << "odd executor, log " << log;
+      // In place (each chunk is read before it is written, by the same task).
+      y = x;
+      run(thread_executor{2}, y, y.data());
+      EXPECT_TRUE(same_bits(y, first)) << "in place, log " << log;
+    }
+}
+
+// Rows of long rows, through the public forms: a fully masked row (zero_masked_rows), a NaN row,
+// an ordinary one; padding untouched; header-only and runtime agree with themselves across
+// executors and within the bound.
+TEST(executors_long_rows, rows_forms_masked_and_nan_rows) {
+  using T = float;
+  const std::size_t cols = smax::api::long_row_bytes / sizeof(T) + 1000, ld = cols + 5, rows = 3;
+  auto x = random_matrix<T>(rows * ld, 9);
+  for (std::size_t c = 0; c < cols; ++c) x[c] = -smax_test::infinity<T>;  // row 0 masked
+  x[ld + cols / 2] = smax_test::quiet_nan<T>;                              // row 1 NaN
+  smax::softmax_options opts;
+  opts.zero_masked_rows = true;
+  for (bool log : {false, true})
+    for (int runtime = 0; runtime < 2; ++runtime) {
+      auto run = [&](auto&& ex) {
+        std::vector<T> y(rows * ld, T(-7));
+        if (log)
+          runtime ? smax::runtime::log_softmax_rows(x.data(), y.data(), rows, cols, ld, opts, ex)
+                  : smax::log_softmax_rows(x.data(), y.data(), rows, cols, ld, opts, ex);
+        else
+          runtime ? smax::runtime::softmax_rows(x.data(), y.data(), rows, cols, ld, opts, ex)
+                  : smax::softmax_rows(x.data(), y.data(), rows, cols, ld, opts, ex);
+        return y;
+      };
+      const auto y = run(thread_executor{2});
+      EXPECT_TRUE(same_bits(run(odd_executor{}), y));
+      for (std::size_t c = 0; c < cols; ++c) {
+        ASSERT_EQ(y[c], log ? -smax_test::infinity<T> : T(0)) << "masked row at " << c;
+        ASSERT_TRUE(std::isnan(y[ld + c])) << "NaN row at " << c;
+      }
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = cols; c < ld; ++c) ASSERT_EQ(y[r * ld + c], T(-7)) << "padding";
+      const std::vector<T> x2(x.begin() + 2 * ld, x.begin() + 2 * ld + cols),
+          y2(y.begin() + 2 * ld, y.begin() + 2 * ld + cols);
+      EXPECT_TRUE(within_bound(x2, y2, log, 1.0)) << (runtime ? "runtime" : "header-only");
+    }
+}
+
+}  // namespace
