@@ -14,8 +14,9 @@
 // NaN or +inf a NaN row; a masked target L = +inf and a NaN gradient row; special rows give a
 // threshold of {NaN, 0}.
 //
-// The header states no bound for entmax15_loss_backward (dloss·(y - e_t)); it is held to the
-// forward bound carried through: |dloss|·(2^-21 + eps·(|y*| + 1)) + FLT_MIN.
+// entmax15_loss_backward (dloss·(y - e_t)) is held to the header's bound: |dx - dx*| <=
+// (1 + 2^-22)·2^-21·|dloss| + 2^-22·|dx*| + FLT_MIN (double (1 + 2^-51)·2^-49·|dloss| +
+// 2^-51·|dx*| + DBL_MIN).
 
 #include <smax/entmax15.hpp>
 #include <smax/reference/entmax15.hpp>
@@ -161,10 +162,10 @@ void run(reader& in) {
     const bool nan_row = ref.special || x0[target] == -inf<T>;
     for (std::size_t i = 0; i < n; ++i) {
       const long double want = nan_row ? NAN : dloss * (ref.y[i] - (i == target ? 1 : 0));
-      const double bound =
-          std::fabs(static_cast<double>(dloss)) *
-              (y_bound<T> + epsilon<T> * (std::fabs(static_cast<double>(ref.y[i])) + 1)) +
-          std::numeric_limits<T>::min();
+      const double rel = sizeof(T) == 4 ? 0x1p-22 : 0x1p-51;
+      const double bound = (1 + rel) * y_bound<T> * std::fabs(static_cast<double>(dloss)) +
+                           rel * std::fabs(static_cast<double>(want)) +
+                           static_cast<double>(std::numeric_limits<T>::min());
       if (!close(g[i], want, 0.0, bound, false))
         fail(x0, n, i, g[i], want, bound, "entmax15_loss_backward out of bound");
     }

@@ -460,6 +460,53 @@ TYPED_TEST(adaptive_softmax_test, backward) {
   }
 }
 
+// The backward bound holds from δH = 16ε·(1 + ln n) of a gate on (adaptive_softmax.hpp: the
+// computed entropy is within δH of H*, so the backward takes H*'s side): rows whose entropy H* is
+// 2δH above and below each gate, short and long, against the long-double VJP of H*'s side. The
+// gates are solved here in long double (P(H) = 1), since δH is 1e-14 for double rows.
+TYPED_TEST(adaptive_softmax_test, backward_at_twice_the_entropy_error_from_a_gate) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::adaptive_softmax_table<typename TypeParam::arch>;
+  auto solve_gate = [](long double lo, long double hi) {  // P - 1 changes sign on [lo, hi]
+    const bool rising = smax::reference::adaptive_polynomial(lo) < 1;
+    for (int i = 0; i < 200; ++i) {
+      const long double mid = (lo + hi) / 2;
+      if (mid == lo || mid == hi) break;
+      ((smax::reference::adaptive_polynomial(mid) < 1) == rising ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  const long double gates[] = {solve_gate(0.8L, 0.9L), solve_gate(5.9L, 6.0L)};
+  const long double eps = sizeof(T) == 4 ? 0x1p-24L : 0x1p-53L;
+  std::size_t checked = 0, active = 0;
+  for (long double gate : gates)
+    for (std::size_t n : {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(512),
+                          std::size_t(5000)})
+      for (int side : {-1, 1}) {
+        const long double delta_h = 16 * eps * (1 + std::log(static_cast<long double>(n)));
+        if (std::log(static_cast<long double>(n)) <= gate + 2 * delta_h) continue;
+        const auto x = row_with_entropy<T>(n, gate + side * 2 * delta_h, 0);
+        const auto r = smax::reference::adaptive_softmax_parts_of(x.data(), n);
+        // The row's own entropy (x rounded to T) is still more than δH from the gate.
+        ASSERT_GT(std::fabs(r.entropy - gate), delta_h) << "n = " << n << ", side " << side;
+        active += r.active;
+        const auto dy = random_row<T>(n, 2.0, 0.3, static_cast<unsigned>(n + 3));
+        const auto y = adaptive_of<TypeParam>(x);
+        std::vector<T> dx(n);
+        table::backward(x.data(), n, y.data(), n, dy.data(), n, dx.data(), n, 1, n);
+        const auto want = smax::reference::adaptive_softmax_backward(x.data(), dy.data(), n);
+        const auto bound = backward_bound(x, dy);
+        for (std::size_t i = 0; i < n; ++i)
+          EXPECT_LE(std::fabs(dx[i] - want[i]), bound[i])
+              << "gate " << static_cast<double>(gate) << ", n = " << n << ", side " << side
+              << ", i = " << i << ": " << dx[i] << " vs " << static_cast<double>(want[i]);
+        ++checked;
+      }
+  EXPECT_GE(checked, 12u);
+  EXPECT_GE(active, 6u);  // H* inside (0.8486, 5.9445): β > 1
+}
+
 // The reference VJP against central differences of the reference forward (long double), away
 // from the gates: the formula, with the gradient through β, is the derivative. Also checks that
 // the rows cover β > 1 and β = 1.

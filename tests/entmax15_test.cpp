@@ -50,6 +50,15 @@ double loss_bound(long double loss) {
   return (sizeof(T) == 4 ? std::ldexp(1.0, -21) : std::ldexp(1.0, -49)) *
          (1 + std::fabs(static_cast<double>(loss)));
 }
+// Loss gradient: |dx_i - dx*_i| <= (1 + 2^-22)·2^-21·|dloss| + 2^-22·|dx*_i| + FLT_MIN (float) /
+// (1 + 2^-51)·2^-49·|dloss| + 2^-51·|dx*_i| + DBL_MIN (double), dx* = dloss·(y* - e_t).
+template <class T>
+double loss_gradient_bound(double dloss, long double want) {
+  const bool f = sizeof(T) == 4;
+  return (1 + std::ldexp(1.0, f ? -22 : -51)) * entmax15_atol<T> * std::fabs(dloss) +
+         std::ldexp(1.0, f ? -22 : -51) * std::fabs(static_cast<double>(want)) +
+         static_cast<double>(std::numeric_limits<T>::min());
+}
 // Backward: |dx_i - dx*_i| <= 2^-20·s_i·(|dy_i| + sum_S s|dy| / sum_S s) (float) / 2^-49 (double).
 template <class T>
 const double backward_eps = sizeof(T) == 4 ? std::ldexp(1.0, -20) : std::ldexp(1.0, -49);
@@ -489,8 +498,23 @@ TYPED_TEST(entmax15_test, loss_and_its_gradient) {
         const auto ref = smax::reference::entmax15(x.data(), n);
         for (std::size_t i = 0; i < n; ++i) {
           const long double g = dloss * (ref.y[i] - (i == t ? 1 : 0));
-          ASSERT_NEAR(dx[i], static_cast<double>(g), 2 * entmax15_atol<T>) << i;
+          ASSERT_NEAR(dx[i], static_cast<double>(g), loss_gradient_bound<T>(dloss, g)) << i;
           ASSERT_EQ(dx[i], in_place[i]) << i;
+        }
+      }
+    }
+  // The bound scales with |dloss|: large, tiny (products near and below FLT_MIN) and negative.
+  for (T dloss : {T(-3e5), T(1e-37), T(-7e30)})
+    for (std::size_t n : {std::size_t(4), std::size_t(100)}) {
+      const auto x = random_row<T>(n, 1.0, 3.0, static_cast<unsigned>(n + 5));
+      const auto ref = smax::reference::entmax15(x.data(), n);
+      std::vector<T> dx(n);
+      for (std::size_t t : {std::size_t(0), n - 1}) {
+        table::loss_backward(x.data(), n, t, dloss, dx.data());
+        for (std::size_t i = 0; i < n; ++i) {
+          const long double g = dloss * (ref.y[i] - (i == t ? 1 : 0));
+          ASSERT_NEAR(dx[i], static_cast<double>(g), loss_gradient_bound<T>(dloss, g))
+              << "dloss " << dloss << ", n " << n << ", t " << t << ", " << i;
         }
       }
     }

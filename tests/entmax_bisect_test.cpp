@@ -73,6 +73,14 @@ std::vector<long double> forward_bound(smax::reference::entmax_bisect_result con
   return bound;
 }
 
+// The threshold's bound (entmax_bisect.hpp): |tau - tau*| <= η + ulp(tau*), ulp in T.
+template <class T>
+double threshold_bound(double alpha, long double tau) {
+  const T t = static_cast<T>(std::fabs(tau));
+  return eta_of<T>(alpha) +
+         static_cast<double>(std::nextafter(t, std::numeric_limits<T>::infinity()) - t);
+}
+
 // One row against a reference result: NaN rows NaN, masked outputs exactly +0, the rest within
 // the bound, the sum within 2^-19 (2^-48) of 1, the number of nonzero outputs at most the
 // threshold's support size (underflow may zero an output of the support).
@@ -290,11 +298,10 @@ TYPED_TEST(entmax_bisect_test, invariants) {
       if (n >= 777) {
         EXPECT_LT(s.support_size, n);  // spread 12: sparse
       }
-      // The unshifted threshold: the reference's within η plus the rounding of (α - 1)·m.
+      // The unshifted threshold: the header's |tau - tau*| <= η + ulp(tau*).
       const auto r = smax::reference::entmax_bisect(x.data(), n, alpha);
       EXPECT_NEAR(static_cast<double>(t.tau), static_cast<double>(r.tau),
-                  eta_of<T>(alpha) + std::fabs(static_cast<double>((alpha - 1) * m)) *
-                                         std::numeric_limits<T>::epsilon());
+                  threshold_bound<T>(alpha, r.tau));
     }
     // α = 2 is sparsemax: within the two bounds (sparsemax's 2^-22 / 2^-50 absolute).
     const auto y2 = entmax_of<TypeParam>(x, 2.0);
@@ -416,6 +423,76 @@ std::vector<long double> backward_bound(std::vector<T> const& y, std::vector<T> 
                (std::fabs(static_cast<long double>(dy[i])) + std::fabs(c) +
                 (sum > 0 ? weighted / sum : 0));
   return bound;
+}
+
+// The threshold bound holds for every α, D < 1 or not, also where (α - 1)·m is large (its
+// rounding to T is the ulp term). D >= 1 happens (α - 1 = η/4: D about 4; α = 3 on 2000 equal
+// entries: D about 3): there the header states outputs in [0, 1], the sum within 2^-19 (2^-48)
+// of 1 and the threshold bound, and no per-entry bound.
+TYPED_TEST(entmax_bisect_test, threshold_bound_and_rows_with_d_at_least_one) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double near_one = 1 + (sizeof(T) == 4 ? 0x1p-21 : 0x1p-50);
+  std::size_t d_at_least_one = 0;
+  for (double alpha : {near_one, 1.01, 1.5, 3.0, 7.51})
+    for (std::size_t n : {std::size_t(7), std::size_t(777), std::size_t(2000)})
+      for (double offset : {0.0, -1000.0, 1e6}) {
+        auto x = random_row<T>(n, 4.0, offset, static_cast<unsigned>(n) + (offset < 0 ? 1u : 0u));
+        if (n == 2000) x.assign(n, static_cast<T>(offset));  // every entry in the support
+        const auto r = smax::reference::entmax_bisect(x.data(), n, alpha);
+        const auto t = smax::entmax_bisect_threshold(x.data(), n, smax::entmax_bisect_options{alpha});
+        EXPECT_NEAR(static_cast<double>(t.tau), static_cast<double>(r.tau),
+                    threshold_bound<T>(alpha, r.tau))
+            << "α = " << alpha << ", n = " << n << ", offset " << offset;
+        if (!forward_bound<T>(r, alpha).empty()) continue;
+        ++d_at_least_one;
+        const auto y = entmax_of<TypeParam>(x, alpha);
+        long double sum = 0;
+        for (T v : y) {
+          EXPECT_TRUE(v >= T(0) && v <= T(1)) << v;
+          sum += v;
+        }
+        EXPECT_LE(std::fabs(static_cast<double>(sum - 1)), relative_of<T>())
+            << "α = " << alpha << ", n = " << n;
+      }
+  // Every α - 1 = η/4 row and the α = 7.51 rows of 2000 equal entries; in float the α = 3 ones
+  // too (D ≈ η·k²/2 there: 3.0 in float, 7e-9 in double).
+  EXPECT_GE(d_at_least_one, sizeof(T) == 4 ? 15u : 12u);
+}
+
+// The backward's stated range: with α = 7.51 and outputs of 1e-6 (float; 1e-50 double) the
+// weights s_j = y_j^(2-α) are near 1e33 (1e275): with dy_j such that every product s_j·dy_j and
+// their sum stay within T's range, dx is finite and within the bound; with dy_j = 1e6 (1e40)
+// the products overflow, outside the range, where the header allows NaN or ±inf.
+TYPED_TEST(entmax_bisect_test, backward_range_of_the_products) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double alpha = 7.51;
+  const T small = sizeof(T) == 4 ? T(1e-6) : T(1e-50);
+  const std::size_t n = 11;  // 10 weights near 1e33: their products with dy = 1e4 sum to 1.2e38
+  std::vector<T> y(n, small);
+  y[0] = T(1) - static_cast<T>(n - 1) * small;
+  for (T scale : {sizeof(T) == 4 ? T(1e4) : T(1e30), sizeof(T) == 4 ? T(1e6) : T(1e40)}) {
+    std::vector<T> dy(n);
+    for (std::size_t i = 0; i < n; ++i) dy[i] = (i % 2 ? -scale : scale) * T(1 + 0.01 * i);
+    long double weighted = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      weighted += std::pow(static_cast<long double>(y[i]), 2 - alpha) *
+                  std::fabs(static_cast<long double>(dy[i]));
+    const bool in_range = weighted <= std::numeric_limits<T>::max();
+    const bool inside = scale == (sizeof(T) == 4 ? T(1e4) : T(1e30));
+    EXPECT_EQ(in_range, inside) << "the rows are meant to sit on either side";
+    std::vector<T> dx(n);
+    table_of<TypeParam>::backward(y.data(), n, dy.data(), n, dx.data(), n, 1, n, alpha);
+    if (!in_range) continue;  // NaN or ±inf allowed
+    const auto want = smax::reference::entmax_bisect_backward(y.data(), dy.data(), n, alpha);
+    const auto bound = backward_bound(y, dy, alpha);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(std::isfinite(dx[i])) << i;
+      EXPECT_LE(std::fabs(dx[i] - want[i]), bound[i])
+          << i << ": " << dx[i] << " vs " << static_cast<double>(want[i]);
+    }
+  }
 }
 
 // Backward against the reference VJP with the header's bound; zero off the support and at

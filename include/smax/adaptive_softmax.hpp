@@ -23,7 +23,9 @@
 //                  the entropy (its rounding and, for float rows of at most 1024 elements, the
 //                  5.2e-7 of the midpoint), 2.5255 = max |P'| where β > 1, and β(H) = max(P(H), 1)
 //                  is continuous, so δH moves β by at most 2.5255·δH, at the gates as well.
-//                  Backward, away from the gates: |dx_k - dx*_k| <= 2ψ·(β·y*_k·(|dy_k| +
+//                  Backward, for rows whose entropy H* is more than δH from both gates (0.8486,
+//                  5.9445; the computed H is within δH of H*, so it falls on H*'s side):
+//                  |dx_k - dx*_k| <= 2ψ·(β·y*_k·(|dy_k| +
 //                  Σ_j y*_j·|dy_j|) + [β > 1]·p_k·(|ln(p_k + 1e-9)| + 2 + H)·(|P'(H)| + 1)·G) +
 //                  32·FLT_MIN·(|dy_k| + |c| + 1), with ψ = φ + Δβ, φ the row's largest forward
 //                  bound (relative, over its normal outputs), c = <dy, y*>, p = softmax(x) and
@@ -38,6 +40,10 @@
 //                  a NaN row (backward too). n = 1 gives [1].
 //   Gates:         at H = 0.8486 and 5.9445 (P(H) = 1) β is continuous but its derivative jumps:
 //                  the backward takes the side the computed H falls on (a one-sided derivative).
+//                  Within δH of a gate the computed H may fall on the other side than H*: the
+//                  backward then takes that side's derivative (dβ/dH = 0 outside the gates, P'(H)
+//                  between them), and the backward bound above, written for dx*, is not claimed
+//                  there (the two sides differ by the β' term, up to p_k·(...)·|P'(gate)|·G).
 //
 // x == y (in place) is allowed; otherwise x and y must not overlap.
 

@@ -133,6 +133,11 @@ SMAX_FAMILY(entmax15, api::entmax15_family, api::header_only)
 // entmax15_loss_backward(x, n, target, dloss, dx): the gradient of dloss·L with respect to x:
 // dx = dloss·(y - e_t). A masked target (L = +inf, no gradient), a special row or t >= n gives a
 // NaN row. x == dx is allowed.
+// Error: |dx_i - dx*_i| <= (1 + 2^-22)·2^-21·|dloss| + 2^-22·|dx*_i| + FLT_MIN (float;
+// (1 + 2^-51)·2^-49·|dloss| + 2^-51·|dx*_i| + DBL_MIN for double), dx* = dloss·(y* - e_t) with y*
+// the exact entmax15(x): y is the forward's output (within its 2^-21), then one rounding of
+// y·dloss, or two of (y_t - 1)·dloss at the target; the last term: a product below FLT_MIN may
+// be subnormal or flushed to 0 (docs/edge_cases.md, E8).
 #define SMAX_ENTMAX15_EXTRA_FORMS(Dispatch)                                                  \
   template <class T, ::smax::detail::if_real_t<T> = 0>                                       \
   inline entmax_threshold<T> entmax15_threshold(const T* x, std::size_t n) noexcept {        \

@@ -22,6 +22,13 @@
 //                  D < 1:
 //                    |y_i - y*_i| <= (D_i + y*_i·D)/(1 - D) + 2^-19·y*_i + FLT_MIN
 //                  (2^-48·y*_i + DBL_MIN for double), and |sum(y) - 1| <= 2^-19 (2^-48).
+//                  D >= 1 happens: D is at least about η/(α - 1) (float α - 1 below about 2^-19,
+//                  double 2^-48; an error η in u moves [u]^p by p·η relatively), and for α > 2
+//                  with a large support (p < 1: many u_i near 0). There no per-entry bound is
+//                  stated: float α = 1 + 1e-9 gives uniform rows (|y - y*| up to 0.86 measured;
+//                  1 + (x_i - m)·1e-9 is 1 in float). What holds for every α: outputs in [0, 1]
+//                  and the threshold bound below; |sum(y) - 1| <= 2^-19 (2^-48) without FMA
+//                  (see the known defect in docs/entmax_bisect.md).
 //                  For α = 1.5 that is about 2η·sqrt(y*_i) + η·y*_i·sum_j 2·sqrt(y*_j): a few
 //                  units of 2^-19 at most. Outputs below FLT_MIN may be 0 (docs/edge_cases.md).
 //                  Checked by tests/entmax_bisect_test.cpp against a long-double bisection (and
@@ -123,14 +130,20 @@ inline entmax_threshold<T> entmax_bisect_threshold(const T* x, std::size_t n,
 // Error: with c* = <s*, dy>/sum(s*) from the same y in exact arithmetic and
 // ρ = 2^-22·(1 + 2·|2 - α|·max_{y_j > 0} |ln y_j|) (float; 2^-51·(...) for double),
 // |dx_i - dx*_i| <= 4ρ·s*_i·(|dy_i| + |c*| + sum_j s*_j·|dy_j| / sum_j s*_j), for outputs
-// y_j >= FLT_MIN (DBL_MIN). For α > 2, s_j = y_j^(2-α) above the largest finite T makes dx NaN
-// (the gradient is beyond the range).
+// y_j >= FLT_MIN (DBL_MIN).
+// Range: the weights s_j = y_j^(2-α) (large for α > 2 and small y_j), their sum and the products
+// s_j·dy_j and their sum within T's range, as the row's sums are formed in T: beyond it (an s_j
+// above the largest finite T, or a product s_j·dy_j that overflows, as with α = 7.51,
+// y_j = 1e-6 and dy_j = 1e6 in float) dx may be NaN or ±inf.
 SMAX_FAMILY(entmax_bisect, api::entmax_bisect_family, api::header_only)
 
 // entmax_bisect_threshold(x, n [, opts]) -> entmax_threshold<T>{tau, support_size}: the threshold
 // of the unshifted row, y_i = [(α - 1)·x_i - tau]_+^(1/(α - 1)) up to the renormalisation by the
 // sum (within the bound above), and support_size = #{i : (α - 1)(x_i - m) > t}, the number of
-// outputs that are nonzero before underflow. tau = (α - 1)·m + t rounded to T, so it may be ±inf
+// outputs that are nonzero before underflow. Error, for every α in the domain (D < 1 or not):
+// |tau - tau*| <= η + ulp(tau*) (η as in the bound block; tau* = (α - 1)·m + t* exact): the
+// bisection leaves t within η of t*, and (α - 1)·m + t is formed in double and rounded once to T.
+// tau = (α - 1)·m + t rounded to T, so it may be ±inf
 // when (α - 1)·m is beyond T's range, and (α - 1)·x_i - tau may differ from the kernel's
 // (α - 1)(x_i - m) - t by ulp((α - 1)·m). Special rows (n = 0, all masked, NaN, +inf, α out of
 // its domain) give {NaN, 0}.

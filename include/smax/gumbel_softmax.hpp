@@ -13,9 +13,11 @@
 // function of (seed, k) alone (Philox-4×32-10 under key seed; every word of a block serves an
 // element: the layout is in kernels/gumbel_softmax.hpp and docs/gumbel_softmax.md), so the same
 // (seed, offset) gives the same noise on every instruction set, for any split of the rows into
-// calls (a single row at offset r·cols equals row r of a _rows call) and any thread count. u is drawn from the open interval (0, 1) (23 random
-// bits in float, u in [2^-24, 1 - 2^-24], so g in [-2.81, 16.6]; 52 bits in double) and
-// g = -log(-log u). float and double streams differ.
+// calls (a single row at offset r·cols equals row r of a _rows call) and any thread count; the
+// outputs too: a row alone at offset r·cols gives the bits of row r of a _rows call (forward,
+// soft and hard, and backward; each row is normalised by its own softmax call). u is drawn from
+// the open interval (0, 1) (23 random bits in float, u in [2^-24, 1 - 2^-24], so g in
+// [-2.81, 16.6]; 52 bits in double) and g = -log(-log u). float and double streams differ.
 //
 // Bound block
 //   Types:         float, double.
@@ -31,7 +33,9 @@
 //   Bad input:     n = 0 does nothing. x = -inf entries are masked (z = -inf): output 0, gradient
 //                  0. A row of only -inf, any NaN or +inf in x + g: a NaN row (soft and hard; the
 //                  backward too). tau not finite and > 0 is a precondition violation (asserted in
-//                  debug builds) and gives NaN rows (forward and backward).
+//                  debug builds) and gives NaN rows (forward and backward); the test is on tau
+//                  rounded to T, the temperature the kernels use: a float call with tau = 1e-50
+//                  (0 in float) or 1e39 (+inf in float) is the same violation.
 //
 // Aliasing: forward, x == y and noise == y allowed; backward, dx may be x or noise, not dy.
 
@@ -55,9 +59,13 @@ struct gumbel_softmax_options {
 SMAX_BEGIN_NAMESPACE
 namespace api {
 
+// The precondition is on the temperature the kernels use, tau rounded to T: a float call with
+// tau = 1e-50 (0 in float) or 1e39 (+inf in float) violates it as tau = 0 or +inf would.
+template <class T>
 inline void check_tau(gumbel_softmax_options const& opts) noexcept {
-  SMAX_ASSERT(opts.tau > 0.0 && opts.tau < __builtin_huge_val() &&
-              "gumbel_softmax_options::tau must be finite and > 0");
+  SMAX_ASSERT(static_cast<T>(opts.tau) > T(0) &&
+              static_cast<T>(opts.tau) < static_cast<T>(__builtin_huge_val()) &&
+              "gumbel_softmax_options::tau, rounded to the element type, must be finite and > 0");
   (void)opts;
 }
 
@@ -67,7 +75,7 @@ inline void gumbel_softmax_forward(const T* x, std::size_t ldx, const T* noise, 
                                    T* y, std::size_t ldy, std::size_t rows, std::size_t cols,
                                    gumbel_softmax_options const& opts) noexcept {
   SMAX_ASSERT((x != nullptr && noise != nullptr && y != nullptr) || rows == 0 || cols == 0);
-  check_tau(opts);
+  check_tau<T>(opts);
   if (rows == 0 || cols == 0) return;
   Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
     kernels::gumbel_softmax_table<decltype(a)>::forward(x, ldx, noise, ldn, y, ldy, rows, cols,
@@ -81,7 +89,7 @@ inline void gumbel_softmax_forward_seeded(const T* x, std::size_t ldx, T* y, std
                                           gumbel_softmax_options const& opts, std::uint64_t seed,
                                           std::uint64_t offset) noexcept {
   SMAX_ASSERT((x != nullptr && y != nullptr) || rows == 0 || cols == 0);
-  check_tau(opts);
+  check_tau<T>(opts);
   if (rows == 0 || cols == 0) return;
   Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
     kernels::gumbel_softmax_table<decltype(a)>::forward_seeded(
@@ -97,7 +105,7 @@ inline void gumbel_softmax_backward(const T* x, std::size_t ldx, const T* noise,
   SMAX_ASSERT((x != nullptr && noise != nullptr && dy != nullptr && dx != nullptr) || rows == 0 ||
               cols == 0);
   SMAX_ASSERT(dx != dy || rows == 0 || cols == 0);
-  check_tau(opts);
+  check_tau<T>(opts);
   if (rows == 0 || cols == 0) return;
   Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
     kernels::gumbel_softmax_table<decltype(a)>::backward(x, ldx, noise, ldn, dy, lddy, dx, lddx,
@@ -113,7 +121,7 @@ inline void gumbel_softmax_backward_seeded(const T* x, std::size_t ldx, const T*
                                            std::uint64_t seed, std::uint64_t offset) noexcept {
   SMAX_ASSERT((x != nullptr && dy != nullptr && dx != nullptr) || rows == 0 || cols == 0);
   SMAX_ASSERT(dx != dy || rows == 0 || cols == 0);
-  check_tau(opts);
+  check_tau<T>(opts);
   if (rows == 0 || cols == 0) return;
   Dispatch::visit([&](auto a) SMAX_LAMBDA_ALWAYS_INLINE {
     kernels::gumbel_softmax_table<decltype(a)>::backward_seeded(

@@ -320,7 +320,11 @@ inline void finish_rows(T* y, std::size_t ldy, std::size_t rows, std::size_t col
     for (std::size_t r = 0; r < rows; ++r) one_hot_row<A>(y + r * ldy, cols);
     return;
   }
-  softmax_table<A>::forward(y, ldy, y, ldy, rows, cols, tau, 0u, algorithm_id::automatic);
+  // One softmax call per row: softmax's choice of path may depend on the number of rows, and a
+  // row alone (one call with rows = 1) must give the bits of the same row inside a batch.
+  for (std::size_t r = 0; r < rows; ++r)
+    softmax_table<A>::forward(y + r * ldy, ldy, y + r * ldy, ldy, 1, cols, tau, 0u,
+                              algorithm_id::automatic);
 }
 
 // Calls make_z(first_row, count) to write z into a block of rows of y, then finishes them.
