@@ -38,6 +38,7 @@
 #include <limits>
 
 #include "../config.hpp"
+#include "../detail/xsimd_compat.hpp"
 #include "../primitives/exp.hpp"
 #include "../primitives/log.hpp"
 #include "../primitives/partial.hpp"
@@ -367,7 +368,11 @@ inline void write_row(const T* x, T* y, std::size_t n, entmax_bisect_row_state<T
   const batch mb(s.max), sb(s.scale), tb(s.tau), ib(s.inverse_sum), zero(T(0));
   const batch pb(static_cast<T>(1.0 / (alpha - 1.0)));
   auto value = [&](batch const& v) {
-    const batch u = (v - mb) * sb - tb;
+    // z rounded to T exactly as compact_candidates stored it for the sums that fixed tau and the
+    // normaliser: a fused (v - m)·scale - tau (FMA instruction sets contract the expression)
+    // differs from it by a rounding of z, which an entry within a rounding of the threshold turns
+    // into an output of any size when p = 1/(α - 1) is well below 1.
+    const batch u = smax::detail::opaque((v - mb) * sb) - tb;
     if constexpr (P == power_kind::general) {
       // exp and log only where some lane is in the support.
       if (!xsimd::any(u > zero)) return zero;

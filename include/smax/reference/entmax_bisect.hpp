@@ -64,7 +64,8 @@ bool shifted(const T* x, std::size_t n, long double alpha, entmax_bisect_result&
 // y_i = [z_i - t]_+^(1/(α - 1)), z = (α - 1)(x - m), sum(y) = 1: t bisected on [-1, 0] (in double
 // first, then in long double from a bracket around the double result that is checked to hold
 // the root) until the midpoint is no longer strictly inside the bracket (long double's
-// precision), then y divided by its sum (a change at the level of long double's rounding).
+// precision, at most 66 bits), then y divided by its sum (a change at the level of long double's
+// rounding).
 template <class T>
 entmax_bisect_result entmax_bisect(const T* x, std::size_t n, long double alpha) {
   entmax_bisect_result r;
@@ -105,6 +106,9 @@ entmax_bisect_result entmax_bisect(const T* x, std::size_t n, long double alpha)
   for (int i = 0; i < 20000; ++i) {  // total(lo) >= 1 > total(hi)
     const long double mid = lo + (hi - lo) / 2;
     if (!(mid > lo && mid < hi)) break;
+    // 66 bits are enough for a reference of double results; where long double is wider (quad
+    // precision, in software on AArch64) the bisection stops there instead of at its own precision.
+    if (hi - lo <= 0x1p-66L * std::fmax(std::fabs(lo), std::fabs(hi))) break;
     (total(mid) >= 1 ? lo : hi) = mid;
   }
   const long double t = lo;
