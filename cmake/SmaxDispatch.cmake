@@ -123,6 +123,9 @@ function(smax_enable_dispatch target)
   # The instruction sets <target> dispatches to, for whatever else is built per set for it (the
   # tests' primitive probe).
   set_property(TARGET ${target} PROPERTY SMAX_DISPATCH_ARCHS "${arg_ARCHS}")
+  # The kernel library itself, for what must compile the kernels with options of its own (the
+  # fuzzers' instrumentation).
+  set_property(TARGET ${target} PROPERTY SMAX_DISPATCH_LIBRARY "${library}")
   get_target_property(definitions ${library} INTERFACE_COMPILE_DEFINITIONS)
   target_compile_definitions(${target} PUBLIC ${definitions})
 endfunction()

@@ -3,6 +3,7 @@
 # (fuzz/corpus/<target>; new inputs go to <build>/corpus/<target>, the repository's seeds are not
 # touched). Fails on any finding: the input that triggered it is kept in <build>/findings/.
 # Runs one target per core at a time. Prints the executions per target and in total.
+# The build directory is configured here unless it already has SMAX_BUILD_FUZZERS=ON.
 #   bash fuzz/run_fuzzers.sh [build dir] [seconds per target]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +11,13 @@ build=${1:-build/fuzz}
 seconds=${2:-45}
 targets="softmax sparsemax softpick multimax ssmax sigmoid stablemax sa_softmax softplus_l1 unified_max entmax15 entmax_bisect gumbel_softmax topk_softmax adaptive_softmax softmax_topk"
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O2 -g" \
-  -DSMAX_BUILD_FUZZERS=ON -DSMAX_BUILD_TESTS=OFF -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=OFF \
-  -DSMAX_INSTALL=OFF > /dev/null
+# A build directory already configured with the fuzzers (CI's clang build, which shares its
+# instrumented kernels with the sanitizer tests) is built as it is configured.
+if ! grep -qs '^SMAX_BUILD_FUZZERS:BOOL=ON' "$build/CMakeCache.txt"; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O2 -g" \
+    -DSMAX_BUILD_FUZZERS=ON -DSMAX_BUILD_TESTS=OFF -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=OFF \
+    -DSMAX_INSTALL=OFF > /dev/null
+fi
 cmake --build "$build" -j "$(nproc)" $(for t in $targets; do echo --target smax_fuzz_$t; done)
 
 mkdir -p "$build/findings"

@@ -151,15 +151,7 @@ struct on_arch {
   }
 };
 
-// The options a generic call uses: {} unless the family gives sample_options().
-template <class Family, class = void>
-struct sample_options {
-  static typename Family::options get() { return {}; }
-};
-template <class Family>
-struct sample_options<Family, std::void_t<decltype(Family::sample_options())>> {
-  static typename Family::options get() { return Family::sample_options(); }
-};
+using smax_test::sample_options;
 template <class Opts, class = void>
 struct has_zero_masked_rows : std::false_type {};
 template <class Opts>

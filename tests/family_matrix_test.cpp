@@ -19,6 +19,8 @@
 #include <smax/eigen.hpp>
 #include <smax/runtime.hpp>
 
+#include "test_support.hpp"
+
 namespace {
 
 constexpr std::size_t rows = 3, cols = 37, ld = 41;
@@ -56,16 +58,7 @@ using row_matrix = std::conditional_t<sizeof(T) == 4, row_matrix_f, row_matrix_d
 template <class T>
 using strided = Eigen::Map<row_matrix<T>, 0, Eigen::OuterStride<>>;
 
-// The options a generic call uses: {} unless the family description gives sample_options() (a
-// family with a required parameter, which {} leaves unset).
-template <class Family, class = void>
-struct sample_options {
-  static typename Family::options get() { return {}; }
-};
-template <class Family>
-struct sample_options<Family, std::void_t<decltype(Family::sample_options())>> {
-  static typename Family::options get() { return Family::sample_options(); }
-};
+using smax_test::sample_options;
 
 // The forms of one family as generic lambdas (Forms holds them), checked on element type T.
 template <class Family, class T, class Forms>

@@ -415,9 +415,10 @@ TYPED_TEST(sa_softmax_test, backward_where_the_bound_passes_the_range) {
     EXPECT_TRUE(reaches_past_range<T>(want[4], bound[4]));  // the case this test is about
     for (std::size_t i = 0; i < x.size(); ++i) {
       EXPECT_FALSE(std::isnan(dx[i])) << "at " << i;
-      if (!(std::isinf(dx[i]) && reaches_past_range<T>(want[i], bound[i])))
+      if (!(std::isinf(dx[i]) && reaches_past_range<T>(want[i], bound[i]))) {
         EXPECT_LE(std::fabs(dx[i] - want[i]), bound[i])
             << "at " << i << ": " << dx[i] << " vs " << static_cast<double>(want[i]);
+      }
     }
   }
 }

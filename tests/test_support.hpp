@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <smax/detail/archs.hpp>
@@ -247,5 +248,16 @@ template <class T>
 bool same_bits_or_both_nan(T a, T b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
 }
+
+// The options a generic call uses: {} unless the family description gives sample_options() (a
+// family with a required parameter, which {} leaves unset).
+template <class Family, class = void>
+struct sample_options {
+  static typename Family::options get() { return {}; }
+};
+template <class Family>
+struct sample_options<Family, std::void_t<decltype(Family::sample_options())>> {
+  static typename Family::options get() { return Family::sample_options(); }
+};
 
 }  // namespace smax_test

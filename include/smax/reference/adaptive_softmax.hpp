@@ -43,12 +43,14 @@ adaptive_softmax_parts adaptive_softmax_parts_of(const T* x, std::size_t n) {
   }
   if (!any) r.nan_row = true;
   if (r.nan_row) return r;
+  // Each exponential once (kept in p and y before the division): the reference runs under
+  // emulation too, where long double is software.
   long double sum = 0;
   for (std::size_t i = 0; i < n; ++i)
-    if (x[i] != -INFINITY) sum += std::exp(static_cast<long double>(x[i]) - r.max);
+    if (x[i] != -INFINITY) sum += r.p[i] = std::exp(static_cast<long double>(x[i]) - r.max);
   for (std::size_t i = 0; i < n; ++i) {
     if (x[i] == -INFINITY) continue;
-    r.p[i] = std::exp(static_cast<long double>(x[i]) - r.max) / sum;
+    r.p[i] /= sum;
     r.entropy -= r.p[i] * std::log(r.p[i] + 1e-9L);
   }
   const long double poly = adaptive_polynomial(r.entropy);
@@ -56,10 +58,9 @@ adaptive_softmax_parts adaptive_softmax_parts_of(const T* x, std::size_t n) {
   r.beta = r.active ? poly : 1;
   long double sum2 = 0;
   for (std::size_t i = 0; i < n; ++i)
-    if (x[i] != -INFINITY) sum2 += std::exp(r.beta * (static_cast<long double>(x[i]) - r.max));
-  for (std::size_t i = 0; i < n; ++i)
     if (x[i] != -INFINITY)
-      r.y[i] = std::exp(r.beta * (static_cast<long double>(x[i]) - r.max)) / sum2;
+      sum2 += r.y[i] = std::exp(r.beta * (static_cast<long double>(x[i]) - r.max));
+  for (std::size_t i = 0; i < n; ++i) r.y[i] /= sum2;
   return r;
 }
 
