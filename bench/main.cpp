@@ -93,6 +93,12 @@ const std::map<std::string, std::string>& implementation_descriptions() {
        "roof: a streaming copy (read n, write n), what memory allows a one-pass kernel out of "
        "cache"},
       {"sum", "roof: a read-only sum, what memory allows a pass that only reads"},
+      {"last_axis",
+       "softmax_axis's yardstick: smax::softmax_rows on the same elements laid out along the "
+       "last axis"},
+      {"transpose",
+       "softmax over a middle axis without smax's axis form: transpose (plain loops), "
+       "softmax_rows, transpose back"},
   };
   return d;
 }
@@ -106,7 +112,8 @@ void print_help() {
       "  family          softmax, log_softmax, sparsemax, softpick, multimax, ssmax, sigmoid,\n"
       "                  sigmoid_attention, stablemax, log_stablemax, sa_softmax(_plain),\n"
       "                  softplus_l1, unified_max_softmax, entmax15, entmax_bisect, topk_softmax,\n"
-      "                  adaptive_softmax, gumbel_softmax(_seeded);\n"
+      "                  adaptive_softmax, gumbel_softmax(_seeded), cross_entropy;\n"
+      "                  softmax_axis (the middle axis of OUTERxNxINNER, docs/axis.md);\n"
       "                  <family>_latency (single rows, each call's input waiting\n"
       "                  for the previous call's output: latency, not throughput); roof (memory).\n"
       "  n               elements per row; a batch runs ROWS rows of COLS in one call.\n"

@@ -527,6 +527,8 @@ inline void backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy, c
 }  // namespace api
 SMAX_END_NAMESPACE
 
+#include "axis.hpp"
+
 // The span forms (C++20): x.size() == y.size() is a precondition.
 #if defined(SMAX_HAS_SPAN)
 #define SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                            \
@@ -555,6 +557,7 @@ SMAX_END_NAMESPACE
 //   name_backward(x, y, dy, dx, n [, opts [, grads]])
 //   name_backward_rows(x, y, dy, dx, rows, cols, ld [, opts [, grads]])
 //   name(std::span<const T> x, std::span<T> y [, opts])                     (C++20)
+//   name_axis(x, y, outer, n, inner [, opts])       (any axis, below)
 // The algorithm forms exist where the family has algorithms; the backward form is the one its
 // backward_shape names (the others are removed by SFINAE: Family is a default template argument
 // so that the condition depends on the call).
@@ -640,7 +643,27 @@ SMAX_END_NAMESPACE
     ::smax::api::backward<F_, Dispatch>(x, ld, y, ld, dy, ld, dx, ld, rows, cols, opts, grads);    \
   }                                                                                                \
   SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                                   \
-  SMAX_DETAIL_EXECUTOR_FORMS(name, Family, Dispatch)
+  SMAX_DETAIL_EXECUTOR_FORMS(name, Family, Dispatch)                                               \
+  SMAX_DETAIL_AXIS_FORMS(name, Family, Dispatch)
+
+// The any-axis forms (api/axis.hpp): the family over the middle axis of a row-major
+// outer × n × inner tensor; they return what the rows forms return (the number of columns
+// reported, for a family that reports rows).
+//   name_axis(x, y, outer, n, inner [, opts])       name_axis(x, y, outer, n, inner, opts, ex)
+#define SMAX_DETAIL_AXIS_FORMS(name, Family, Dispatch)                                             \
+  template <class T, ::smax::detail::if_real_t<T> = 0>                                             \
+  inline ::smax::api::rows_result_t<Family> name##_axis(                                           \
+      const T* x, T* y, std::size_t outer, std::size_t n, std::size_t inner,                       \
+      typename Family::options const& opts = {}) noexcept {                                        \
+    return ::smax::api::forward_axis<Family, Dispatch>(x, y, outer, n, inner, opts);               \
+  }                                                                                                \
+  template <class T, class Executor, ::smax::detail::if_real_t<T> = 0,                             \
+            ::smax::api::if_executor_t<Executor> = 0>                                              \
+  inline ::smax::api::rows_result_t<Family> name##_axis(                                           \
+      const T* x, T* y, std::size_t outer, std::size_t n, std::size_t inner,                       \
+      typename Family::options const& opts, Executor&& ex) noexcept {                              \
+    return ::smax::api::forward_axis<Family, Dispatch>(x, y, outer, n, inner, opts, ex);           \
+  }
 
 // The same forms on an executor (api/entry.hpp, docs/threads.md), the executor last: after the
 // options, which are then required, and after grads for the families that have them (nullptr

@@ -1,0 +1,129 @@
+#pragma once
+// Any axis: a family over the middle axis of a row-major outer × n × inner tensor,
+// y[o, :, j] = family(x[o, :, j]) for every o < outer and j < inner (the `_axis` forms that
+// SMAX_FAMILY stamps; docs/axis.md). A call with inner = 1 is the rows form on outer rows of n.
+// Otherwise the columns are normalised a tile at a time: up to one cache line of columns of one
+// outer slice (16 floats, 8 doubles) gathered into rows of n, the family's rows form run on
+// them, the results scattered back. Every column therefore gets the bits of the rows form on
+// that column, whatever the family, with its bounds, edge rules and options (zero_masked_rows
+// included); x == y is allowed.
+//
+// The tiles live in a per-thread buffer (primitives::scratch under its own tag, apart from the
+// kernels' buffer, which a family's kernel may take while a tile is held). When it cannot be
+// allocated, every column of the call (of the task, on an executor) is NaN, as the kernels with
+// scratch buffers document for their rows; a family that reports rows reports none of them.
+// (Included by entry.hpp after the entry it calls, api::forward.)
+
+#include <atomic>
+#include <cstddef>
+
+#include "../config.hpp"
+#include "../primitives/scratch.hpp"
+
+SMAX_BEGIN_NAMESPACE
+namespace api {
+
+// The tag of the axis forms' tile buffer (primitives::scratch_bytes<axis_tiles>; the tests set
+// primitives::scratch_limit<axis_tiles> to check the allocation-failure path).
+struct axis_tiles {};
+
+// A tile holds at most this many bytes of one of its two arrays (the gathered rows, the rows'
+// results): columns beyond what fits are the next tile; at least one column per tile.
+inline constexpr std::size_t axis_tile_bytes = std::size_t(256) * 1024;
+
+// The shape of a call's tiles: `columns` columns per tile (the last of an outer slice may have
+// fewer), `per_slice` tiles per outer slice. A function of the shape only.
+struct axis_tiling {
+  std::size_t columns;
+  std::size_t per_slice;
+};
+inline constexpr axis_tiling plan_axis_tiles(std::size_t n, std::size_t inner,
+                                             std::size_t element_bytes) noexcept {
+  std::size_t columns = 64 / element_bytes;  // one cache line of each row of the tensor read
+  const std::size_t fit = axis_tile_bytes / (n * element_bytes);
+  if (fit < columns) columns = fit < 1 ? 1 : fit;
+  if (columns > inner) columns = inner;
+  return {columns, (inner + columns - 1) / columns};
+}
+
+// Tiles [first, first + count) of a call (tile t: outer slice t / per_slice, columns from
+// (t % per_slice)·columns), single-threaded; returns the number of columns reported.
+template <class Family, class Dispatch, class T>
+std::size_t forward_axis_tiles(const T* x, T* y, std::size_t n, std::size_t inner,
+                               typename Family::options const& opts, axis_tiling tiling,
+                               std::size_t first, std::size_t count) noexcept {
+  const std::size_t b = tiling.columns;
+  T* rows = b * n <= ~std::size_t(0) / 2 ? primitives::scratch<axis_tiles, T>(2 * b * n) : nullptr;
+  std::size_t reported = 0;
+  for (std::size_t t = first; t < first + count; ++t) {
+    const std::size_t o = t / tiling.per_slice, j0 = (t % tiling.per_slice) * b;
+    const std::size_t w = inner - j0 < b ? inner - j0 : b;
+    const T* xs = x + o * n * inner + j0;
+    T* ys = y + o * n * inner + j0;
+    if (rows == nullptr) {
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t c = 0; c < w; ++c) ys[i * inner + c] = T(__builtin_nan(""));
+      continue;
+    }
+    T* results = rows + b * n;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < w; ++c) rows[c * n + i] = xs[i * inner + c];
+    if constexpr (Family::reports_rows)
+      reported += forward<Family, Dispatch>(rows, n, results, n, w, n, opts);
+    else
+      forward<Family, Dispatch>(rows, n, results, n, w, n, opts);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < w; ++c) ys[i * inner + c] = results[c * n + i];
+  }
+  return reported;
+}
+
+template <class Family, class Dispatch, class T>
+rows_result_t<Family> forward_axis(const T* x, T* y, std::size_t outer, std::size_t n,
+                                   std::size_t inner, typename Family::options const& opts) noexcept {
+  SMAX_ASSERT((x != nullptr && y != nullptr) || outer == 0 || n == 0 || inner == 0);
+  if (inner == 1 || outer == 0 || n == 0 || inner == 0)  // forward checks the options
+    return forward<Family, Dispatch>(x, n, y, n, inner == 0 ? 0 : outer, n, opts);
+  Family::check(opts);
+  const axis_tiling tiling = plan_axis_tiles(n, inner, sizeof(T));
+  const std::size_t reported =
+      forward_axis_tiles<Family, Dispatch>(x, y, n, inner, opts, tiling, 0, outer * tiling.per_slice);
+  if constexpr (Family::reports_rows) return reported;
+  (void)reported;
+}
+
+// On an executor: tasks of whole tiles, at least task_grain_bytes of x each and at most
+// max_tasks, so the columns get the same bits as without one.
+template <class Family, class Dispatch, class T, class Executor>
+rows_result_t<Family> forward_axis(const T* x, T* y, std::size_t outer, std::size_t n,
+                                   std::size_t inner, typename Family::options const& opts,
+                                   Executor&& ex) noexcept {
+  if (inner == 1 || outer == 0 || n == 0 || inner == 0 || x == nullptr || y == nullptr) {
+    if (inner == 1)
+      return forward<Family, Dispatch>(x, n, y, n, outer, n, opts, algorithm_choice::automatic,
+                                       ex);
+    return forward_axis<Family, Dispatch>(x, y, outer, n, inner, opts);
+  }
+  Family::check(opts);
+  const axis_tiling tiling = plan_axis_tiles(n, inner, sizeof(T));
+  const std::size_t tiles = outer * tiling.per_slice;
+  const std::size_t tile_bytes = tiling.columns * n * sizeof(T);
+  std::size_t per_task = tile_bytes >= task_grain_bytes ? 1 : task_grain_bytes / tile_bytes;
+  if ((tiles + per_task - 1) / per_task > max_tasks) per_task = (tiles + max_tasks - 1) / max_tasks;
+  const std::size_t tasks = (tiles + per_task - 1) / per_task;
+  if (tasks <= 1) return forward_axis<Family, Dispatch>(x, y, outer, n, inner, opts);
+  [[maybe_unused]] std::atomic<std::size_t> reported{0};
+  auto task = [&](std::size_t k) {
+    const std::size_t first = k * per_task;
+    const std::size_t count = tiles - first < per_task ? tiles - first : per_task;
+    const std::size_t r =
+        forward_axis_tiles<Family, Dispatch>(x, y, n, inner, opts, tiling, first, count);
+    if constexpr (Family::reports_rows) reported.fetch_add(r, std::memory_order_relaxed);
+    (void)r;
+  };
+  ex(tasks, task);
+  if constexpr (Family::reports_rows) return reported.load(std::memory_order_relaxed);
+}
+
+}  // namespace api
+SMAX_END_NAMESPACE
