@@ -23,11 +23,7 @@ namespace {
 
 using smax_test::sample_options;
 
-template <class Opts, class = void>
-struct has_zero_masked_rows : std::false_type {};
-template <class Opts>
-struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>>
-    : std::true_type {};
+using smax_test::has_zero_masked_rows;
 
 template <class T>
 bool same_bits(std::vector<T> const& a, std::vector<T> const& b) {

@@ -152,11 +152,7 @@ struct on_arch {
 };
 
 using smax_test::sample_options;
-template <class Opts, class = void>
-struct has_zero_masked_rows : std::false_type {};
-template <class Opts>
-struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>>
-    : std::true_type {};
+using smax_test::has_zero_masked_rows;
 
 // MultiMax's options are all 0 by default (softmax): give its parameter gradients terms to sum.
 template <class Family>

@@ -201,11 +201,7 @@ SMAX_FAMILIES(SMAX_MATRIX_TEST)
 // zero_masked_rows means the same in every normalising family: a row of only -inf gives 0 (-inf
 // for log-softmax) instead of NaN, the other rows are as without the option, and the backward
 // pass of such a row gives 0 (log-softmax: dy/T, its true derivative). Header-only and runtime.
-template <class Opts, class = void>
-struct has_zero_masked_rows : std::false_type {};
-template <class Opts>
-struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>> : std::true_type {
-};
+using smax_test::has_zero_masked_rows;
 
 // The value a family writes to an all-masked row with zero_masked_rows: 0 unless it says otherwise
 // (log-domain families whose masking this layer does).

@@ -260,4 +260,11 @@ struct sample_options<Family, std::void_t<decltype(Family::sample_options())>> {
   static typename Family::options get() { return Family::sample_options(); }
 };
 
+// Whether a family's options have zero_masked_rows.
+template <class Opts, class = void>
+struct has_zero_masked_rows : std::false_type {};
+template <class Opts>
+struct has_zero_masked_rows<Opts, std::void_t<decltype(Opts{}.zero_masked_rows)>>
+    : std::true_type {};
+
 }  // namespace smax_test
