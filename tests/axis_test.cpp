@@ -191,7 +191,8 @@ TEST(axis, empty_calls_touch_nothing) {
 }
 
 // The tiling is a function of the shape: 16 floats (8 doubles) a tile while a tile of n stays
-// within 256 KiB, fewer for longer columns, never more than inner.
+// within 256 KiB, fewer for longer columns, never more than inner; rows an odd number of lines
+// apart.
 TEST(axis, tiling) {
   EXPECT_EQ(smax::api::plan_axis_tiles(1000, 64, 4).columns, 16u);
   EXPECT_EQ(smax::api::plan_axis_tiles(1000, 64, 4).per_slice, 4u);
@@ -201,6 +202,11 @@ TEST(axis, tiling) {
   EXPECT_EQ(smax::api::plan_axis_tiles(1 << 20, 256, 4).columns, 1u);
   EXPECT_EQ(smax::api::plan_axis_tiles(10, 5, 4).columns, 5u);
   EXPECT_EQ(smax::api::plan_axis_tiles(10, 5, 4).per_slice, 1u);
+  // The tile's rows an odd number of 64-byte lines apart (4096 floats: 257 lines, not 256).
+  EXPECT_EQ(smax::api::plan_axis_tiles(4096, 256, 4).ld, 4112u);
+  EXPECT_EQ(smax::api::plan_axis_tiles(1000, 64, 4).ld, 1008u);
+  EXPECT_EQ(smax::api::plan_axis_tiles(1000, 64, 8).ld, 1000u);
+  EXPECT_EQ(smax::api::plan_axis_tiles(1, 64, 4).ld, 16u);
 }
 
 }  // namespace
