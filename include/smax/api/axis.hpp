@@ -52,45 +52,27 @@ inline constexpr axis_tiling plan_axis_tiles(std::size_t n, std::size_t inner,
   return {columns, (inner + columns - 1) / columns, lines * 64 / element_bytes};
 }
 
-// rows[c·ld + i] = xs[i·inner + c] for i < n, c < w. Full tiles (one line of columns) go through
-// square blocks of a line's columns by as many rows: a block's loads and stores are whole lines,
-// which the compiler turns into vector moves and shuffles, where the plain loop stored one
-// element to each of the tile's rows in turn.
+// to[c·to_ld + i] = from[i·from_ld + c] for i < rows, c < cols: a tile's gather (rows = n,
+// cols = its columns) and its scatter (the reverse). Square blocks of a 64-byte line's elements
+// on both sides, whose loads and stores are whole lines (vector moves and shuffles for the
+// compiler), where the plain loop wrote one element to each row in turn; the edges element by
+// element.
 template <class T>
-inline void gather_tile(const T* xs, std::size_t inner, T* rows, std::size_t ld, std::size_t n,
-                        std::size_t w) noexcept {
+inline void copy_transposed(const T* from, std::size_t from_ld, T* to, std::size_t to_ld,
+                            std::size_t rows, std::size_t cols) noexcept {
   constexpr std::size_t line = 64 / sizeof(T);
-  std::size_t i = 0;
-  if (w == line) {
-    for (; i + line <= n; i += line) {
+  const std::size_t full_rows = rows - rows % line, full_cols = cols - cols % line;
+  for (std::size_t i = 0; i < full_rows; i += line)
+    for (std::size_t c = 0; c < full_cols; c += line) {
       T block[line][line];
       for (std::size_t k = 0; k < line; ++k)
-        for (std::size_t c = 0; c < line; ++c) block[c][k] = xs[(i + k) * inner + c];
-      for (std::size_t c = 0; c < line; ++c)
-        for (std::size_t k = 0; k < line; ++k) rows[c * ld + i + k] = block[c][k];
+        for (std::size_t l = 0; l < line; ++l) block[l][k] = from[(i + k) * from_ld + c + l];
+      for (std::size_t l = 0; l < line; ++l)
+        for (std::size_t k = 0; k < line; ++k) to[(c + l) * to_ld + i + k] = block[l][k];
     }
-  }
-  for (; i < n; ++i)
-    for (std::size_t c = 0; c < w; ++c) rows[c * ld + i] = xs[i * inner + c];
-}
-
-// The inverse: ys[i·inner + c] = results[c·ld + i].
-template <class T>
-inline void scatter_tile(const T* results, std::size_t ld, T* ys, std::size_t inner,
-                         std::size_t n, std::size_t w) noexcept {
-  constexpr std::size_t line = 64 / sizeof(T);
-  std::size_t i = 0;
-  if (w == line) {
-    for (; i + line <= n; i += line) {
-      T block[line][line];
-      for (std::size_t c = 0; c < line; ++c)
-        for (std::size_t k = 0; k < line; ++k) block[k][c] = results[c * ld + i + k];
-      for (std::size_t k = 0; k < line; ++k)
-        for (std::size_t c = 0; c < line; ++c) ys[(i + k) * inner + c] = block[k][c];
-    }
-  }
-  for (; i < n; ++i)
-    for (std::size_t c = 0; c < w; ++c) ys[i * inner + c] = results[c * ld + i];
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = i < full_rows ? full_cols : 0; c < cols; ++c)
+      to[c * to_ld + i] = from[i * from_ld + c];
 }
 
 // Tiles [first, first + count) of a call (tile t: outer slice t / per_slice, columns from
@@ -113,12 +95,12 @@ std::size_t forward_axis_tiles(const T* x, T* y, std::size_t n, std::size_t inne
       continue;
     }
     T* results = rows + b * ld;
-    gather_tile(xs, inner, rows, ld, n, w);
+    copy_transposed(xs, inner, rows, ld, n, w);
     if constexpr (Family::reports_rows)
       reported += forward<Family, Dispatch>(rows, ld, results, ld, w, n, opts);
     else
       forward<Family, Dispatch>(rows, ld, results, ld, w, n, opts);
-    scatter_tile(results, ld, ys, inner, n, w);
+    copy_transposed(results, ld, ys, inner, w, n);
   }
   return reported;
 }
