@@ -1,9 +1,10 @@
 #pragma once
 // The one list of families. SMAX_FAMILIES drives the runtime-dispatched entry points
 // (runtime.hpp), the Eigen overloads (eigen.hpp) and the test that enumerates every form;
-// SMAX_KERNEL_TABLES is what a runtime-dispatch translation unit compiles for its instruction set
-// (cmake/smax_dispatch_arch.cpp.in). A new family adds its header here, one X(...) line to
-// SMAX_FAMILIES and, if it brings a kernel table of its own, one to SMAX_KERNEL_TABLES.
+// SMAX_KERNEL_TABLES is what the runtime-dispatch translation units compile for their instruction
+// set (cmake/smax_dispatch_arch.cpp.in, one per part). A new family adds its header here, one
+// X(...) line to SMAX_FAMILIES and, if it brings a kernel table of its own, one to a part of
+// SMAX_KERNEL_TABLES (the one it shares kernels with, else the lightest).
 //
 // A family whose forms are not (x, y, n [, opts]) goes into SMAX_OTHER_SHAPE_FAMILIES below.
 //
@@ -61,21 +62,30 @@
   X(softmax_topk, SMAX_SOFTMAX_TOPK_FORMS, SMAX_SOFTMAX_TOPK_EIGEN_FORMS)    \
   X(cross_entropy, SMAX_CROSS_ENTROPY_FORMS, SMAX_CROSS_ENTROPY_EIGEN_FORMS)
 
-#define SMAX_KERNEL_TABLES(X)     \
-  X(softmax_table)          \
-  X(ssmax_table)            \
-  X(multimax_table)         \
-  X(softpick_table)         \
-  X(sparsemax_table)        \
-  X(sigmoid_table)          \
-  X(stablemax_table)        \
-  X(sa_softmax_table)       \
-  X(softplus_l1_table)      \
-  X(unified_max_table)      \
-  X(entmax15_table)         \
-  X(entmax_bisect_table)    \
-  X(topk_softmax_table)     \
-  X(adaptive_softmax_table) \
-  X(gumbel_softmax_table)   \
-  X(softmax_topk_table)     \
+// The kernel tables, in three parts that a runtime-dispatch build compiles as three translation
+// units per instruction set (each part of about the same compile time with GCC -O3), so that
+// the parts of one instruction set compile in parallel. Tables that share kernels sit in one part
+// (SSMax and unified-max run softmax's row kernels; Gumbel, top-k and adaptive softmax its
+// row passes; MultiMax and softpick drive rows as softmax does): each part instantiates what it shares once. cmake/SmaxDispatch.cmake counts the
+// parts from the SMAX_KERNEL_TABLES_<k> macros below.
+#define SMAX_KERNEL_TABLES_0(X) \
+  X(softmax_table)              \
+  X(ssmax_table)                \
+  X(unified_max_table)
+#define SMAX_KERNEL_TABLES_1(X) \
+  X(gumbel_softmax_table)       \
+  X(topk_softmax_table)         \
+  X(adaptive_softmax_table)     \
+  X(multimax_table)             \
+  X(softpick_table)
+#define SMAX_KERNEL_TABLES_2(X) \
+  X(sparsemax_table)            \
+  X(sigmoid_table)              \
+  X(stablemax_table)            \
+  X(sa_softmax_table)           \
+  X(softplus_l1_table)          \
+  X(entmax15_table)             \
+  X(entmax_bisect_table)        \
+  X(softmax_topk_table)         \
   X(cross_entropy_table)
+#define SMAX_KERNEL_TABLES(X) SMAX_KERNEL_TABLES_0(X) SMAX_KERNEL_TABLES_1(X) SMAX_KERNEL_TABLES_2(X)
