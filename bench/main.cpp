@@ -99,6 +99,8 @@ const std::map<std::string, std::string>& implementation_descriptions() {
       {"transpose",
        "softmax over a middle axis without smax's axis form: transpose (plain loops), "
        "softmax_rows, transpose back"},
+      {"float",
+       "the 16-bit softmax's yardstick: smax::softmax_rows on float rows of the same values"},
   };
   return d;
 }
@@ -114,6 +116,7 @@ void print_help() {
       "                  softplus_l1, unified_max_softmax, entmax15, entmax_bisect, topk_softmax,\n"
       "                  adaptive_softmax, gumbel_softmax(_seeded), cross_entropy;\n"
       "                  softmax_axis (the middle axis of OUTERxNxINNER, docs/axis.md);\n"
+      "                  softmax_bf16, softmax_fp16 (16-bit x and y, docs/half.md);\n"
       "                  <family>_latency (single rows, each call's input waiting\n"
       "                  for the previous call's output: latency, not throughput); roof (memory).\n"
       "  n               elements per row; a batch runs ROWS rows of COLS in one call.\n"

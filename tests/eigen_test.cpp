@@ -688,6 +688,42 @@ TYPED_TEST(eigen_test, gumbel_softmax_matches_the_pointer_api) {
       EXPECT_EQ(noise_buffer[static_cast<std::size_t>(i * (cols + 5) + j)], guard<T>);
 }
 
+// Eigen::bfloat16 and Eigen::half matrices: bit for bit the 16-bit pointer forms on the same
+// memory (docs/half.md), on a strided map and a block; nothing written outside the block.
+template <class E, class H>
+void check_half_matrices() {
+  const Eigen::Index rows = 5, cols = 37, ldx = 41;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-6.f, 6.f);
+  std::vector<E> xbuf(static_cast<std::size_t>(rows * ldx), E(0.f));
+  for (auto& v : xbuf) v = E(u(rng));
+  Eigen::Map<row_matrix<E>, Eigen::Unaligned, Eigen::OuterStride<>> x(xbuf.data(), rows, cols,
+                                                                      Eigen::OuterStride<>(ldx));
+  row_matrix<E> big(rows + 2, cols + 3);
+  big.setConstant(E(99.f));
+  smax::log_softmax(x, big.block(1, 2, rows, cols));
+  std::vector<H> want(static_cast<std::size_t>(rows * ldx));
+  smax::log_softmax_rows(reinterpret_cast<const H*>(xbuf.data()), want.data(), rows, cols, ldx);
+  for (Eigen::Index r = 0; r < rows + 2; ++r)
+    for (Eigen::Index c = 0; c < cols + 3; ++c) {
+      const bool inside = r >= 1 && r <= rows && c >= 2 && c < cols + 2;
+      std::uint16_t got, expected = inside ? want[static_cast<std::size_t>((r - 1) * ldx + c - 2)].to_bits()
+                                            : H(99.f).to_bits();
+      std::memcpy(&got, &big(r, c), 2);
+      EXPECT_EQ(got, expected) << r << "," << c;
+    }
+  // A family that reports rows reports them here too (unified-max: the rows that fell back).
+  row_matrix<E> y(rows, cols);
+  EXPECT_EQ(smax::unified_max_softmax(x, y),
+            smax::unified_max_softmax_rows(reinterpret_cast<const H*>(xbuf.data()), want.data(),
+                                           rows, cols, ldx));
+}
+
+TEST(eigen_half, bfloat16_and_half_matrices_match_the_pointer_forms) {
+  check_half_matrices<Eigen::bfloat16, smax::bf16>();
+  check_half_matrices<Eigen::half, smax::fp16>();
+}
+
 TEST(eigen_preconditions, shape_mismatch) {
   const row_matrix<float> x = random_matrix<float>(3, 8, 20);
   row_matrix<float> y = row_matrix<float>::Zero(3, 9);

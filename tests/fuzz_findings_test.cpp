@@ -7,6 +7,7 @@
 #include <smax/reference/gumbel_softmax.hpp>
 #include <smax/reference/multimax.hpp>
 #include <smax/reference/softpick.hpp>
+#include <smax/reference/sparsemax.hpp>
 #include <smax/reference/ssmax.hpp>
 #include <smax/smax.hpp>
 
@@ -529,6 +530,29 @@ TYPED_TEST(fuzz_findings, entmax15_support_size_at_the_threshold) {
         EXPECT_EQ(st.support_size, nonzero)
             << (base == &tie ? "tie" : "near") << " row, n = " << n << ", algorithm "
             << static_cast<unsigned>(algorithm);
+      }
+    }
+}
+
+// sparsemax_loss on a long support with one dominant entry: double [0, -0.785645573 x1968, -inf,
+// -0.785645573 x1419], target 0 (avx512bw, found in CI) was 4.2e-14 off against the header's
+// 2^-50·(1 + |L|) = 9.1e-16: the sum of (z - tau)² added thousands of terms near 4e-9 to a
+// partial sum near 0.6, each rounded to its ulp. Also ties at -0.5 and -0.9, and float.
+TYPED_TEST(fuzz_findings, sparsemax_loss_dominant_entry_over_a_long_support) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const double eps = sizeof(T) == 4 ? std::ldexp(1.0, -22) : std::ldexp(1.0, -50);
+  for (double v : {-0.785645573, -0.5, -0.9})
+    for (std::size_t n : {std::size_t(3389), std::size_t(20000)}) {
+      std::vector<T> x(n, static_cast<T>(v));
+      x[0] = T(0);
+      x[1969] = -infinity<T>;
+      for (std::size_t t : {std::size_t(0), std::size_t(5)}) {
+        const T got = smax::kernels::sparsemax_table<typename TypeParam::arch>::loss(x.data(), n, t);
+        const long double want = smax::reference::sparsemax_loss(x.data(), n, t);
+        EXPECT_NEAR(static_cast<double>(got), static_cast<double>(want),
+                    eps * (1 + std::fabs(static_cast<double>(want))))
+            << "v " << v << ", n " << n << ", target " << t;
       }
     }
 }

@@ -14,7 +14,7 @@ phase 1 "Debian packages: what is missing is installed (a fresh machine: about 1
 packages=(g++ cmake ninja-build git ca-certificates libxsimd-dev libeigen3-dev libgtest-dev libtbb-dev libpthreadpool-dev)
 bash cmake/install_debian_packages.sh "${packages[@]}"
 
-phase 2 "building the tests and examples in $build (first build: 15-30 min on 2 cores; each instruction set's kernels are one translation unit that takes minutes, so ninja's counter can stand still for a while)"
+phase 2 "building the tests and examples in $build (first build: 15-30 min on 2 cores; each instruction set's kernels are three translation units of a minute or so each, so ninja's counter can stand still for a while)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSMAX_BUILD_TESTS=ON -DSMAX_BUILD_BENCHMARKS=OFF -DSMAX_BUILD_EXAMPLES=ON "$@"
 cmake --build "$build" -j "$(nproc)"

@@ -72,15 +72,17 @@ inline constexpr anchor all_anchors[] = {onednn_anchor, xnnpack_anchor, eigen_an
 /// anchor and smax use the same vector width. `implementation()` tells what was chosen.
 class onednn_softmax {
  public:
-  onednn_softmax(std::size_t rows, std::size_t cols, bool log);
+  /// bf16: x and y hold bfloat16 (oneDNN's bf16 softmax; it throws where oneDNN has none).
+  onednn_softmax(std::size_t rows, std::size_t cols, bool log, bool bf16 = false);
   ~onednn_softmax();
   onednn_softmax(onednn_softmax&&) noexcept;
   onednn_softmax& operator=(onednn_softmax&&) noexcept;
   onednn_softmax(const onednn_softmax&) = delete;
   onednn_softmax& operator=(const onednn_softmax&) = delete;
 
-  /// y = softmax (or log-softmax) of each row of x; x and y hold rows * cols floats.
-  void run(const float* x, float* y);
+  /// y = softmax (or log-softmax) of each row of x; x and y hold rows * cols floats (or
+  /// bfloat16 values).
+  void run(const void* x, void* y);
   /// oneDNN's implementation name, e.g. "jit:avx2".
   const char* implementation() const;
 

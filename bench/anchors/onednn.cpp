@@ -87,7 +87,7 @@ struct onednn_softmax::state {
   std::string implementation;
 };
 
-onednn_softmax::onednn_softmax(std::size_t rows, std::size_t cols, bool log) {
+onednn_softmax::onednn_softmax(std::size_t rows, std::size_t cols, bool log, bool bf16) {
   cap_isa_once();
   use_one_openmp_thread();
 
@@ -97,7 +97,8 @@ onednn_softmax::onednn_softmax(std::size_t rows, std::size_t cols, bool log) {
 
   const dnnl::memory::desc md(
       {static_cast<dnnl::memory::dim>(rows), static_cast<dnnl::memory::dim>(cols)},
-      dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+      bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32,
+      dnnl::memory::format_tag::ab);
   const auto algorithm = log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
   const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, md, md,
                                             /*softmax_axis=*/1);
@@ -116,9 +117,9 @@ onednn_softmax::~onednn_softmax() = default;
 onednn_softmax::onednn_softmax(onednn_softmax&&) noexcept = default;
 onednn_softmax& onednn_softmax::operator=(onednn_softmax&&) noexcept = default;
 
-void onednn_softmax::run(const float* x, float* y) {
+void onednn_softmax::run(const void* x, void* y) {
   // oneDNN never writes a source; its handle type is simply not const.
-  state_->src.set_data_handle(const_cast<float*>(x));
+  state_->src.set_data_handle(const_cast<void*>(x));
   state_->dst.set_data_handle(y);
   state_->primitive.execute(state_->stream, state_->args);
   state_->stream.wait();

@@ -26,7 +26,9 @@
 //   matrix (stride = its outer stride) and m.col(j) of a row-major matrix do not compile. For a
 //   column-major matrix with one row, use Eigen::Map<RowVectorXf>(c.data(), c.cols()).
 // - Expressions without storage (a + b, x.exp(), ...) do not compile: evaluate them into a matrix.
-// - Scalars: float or double, the same type for every argument.
+// - Scalars: float or double, the same type for every argument; or, for the forward forms
+//   without an algorithm tag, Eigen::bfloat16 or Eigen::half (Eigen 3.4 or newer), computed as
+//   smax::bf16 / smax::fp16 are (docs/half.md: in float, rounded once).
 // - Outputs are non-const lvalue objects (a matrix, or a Map/Ref/block/transpose of one, which may
 //   be a temporary), of the same shape as the input. A shape mismatch is a precondition violation:
 //   asserted in debug builds; in release builds the output is filled with NaN.
@@ -72,10 +74,31 @@ using if_dense_t =
 
 // The layout checks shared by inputs and outputs. Each one is a separate static_assert so that the
 // compiler shows the one message that applies.
+// The smax type of an Eigen 16-bit scalar (void for the others): the same two bytes.
+template <class S>
+struct half_of {
+  using type = void;
+};
+#if EIGEN_VERSION_AT_LEAST(3, 4, 0)
+template <>
+struct half_of<Eigen::bfloat16> {
+  using type = ::smax::bf16;
+};
+template <>
+struct half_of<Eigen::half> {
+  using type = ::smax::fp16;
+};
+static_assert(sizeof(Eigen::bfloat16) == 2 && sizeof(Eigen::half) == 2,
+              "smax/eigen.hpp: Eigen's 16-bit scalars must be two bytes");
+#endif
+template <class S>
+constexpr bool is_half_scalar = !std::is_void<typename half_of<S>::type>::value;
+
 template <class D>
 struct rows_of {
   static constexpr bool real = std::is_same<typename D::Scalar, float>::value ||
-                               std::is_same<typename D::Scalar, double>::value;
+                               std::is_same<typename D::Scalar, double>::value ||
+                               is_half_scalar<typename D::Scalar>;
   static constexpr bool direct = (int(D::Flags) & Eigen::DirectAccessBit) != 0;
   static constexpr bool row_major = bool(D::IsRowMajor) || int(D::RowsAtCompileTime) == 1;
   static constexpr bool contiguous = int(D::InnerStrideAtCompileTime) == 1;
@@ -85,7 +108,9 @@ struct rows_of {
 
 template <class D>
 constexpr bool check_input() noexcept {
-  static_assert(rows_of<D>::real, "smax/eigen.hpp: the scalar type must be float or double");
+  static_assert(rows_of<D>::real,
+                "smax/eigen.hpp: the scalar type must be float, double, Eigen::bfloat16 or "
+                "Eigen::half");
   static_assert(rows_of<D>::direct,
                 "smax/eigen.hpp: arguments must have storage (a Matrix, Array, Map, Ref, or a "
                 "block, row or transpose of one); evaluate an expression into a matrix first");
@@ -212,11 +237,22 @@ inline api::rows_result_t<Family> forward(X const& x, Y& y, typename Family::opt
   for_rows(
       [&](std::size_t r, std::size_t c, auto* yp, std::size_t ldy, auto const* xp,
           std::size_t ldx) {
-        if constexpr (Family::reports_rows)
+        using S = std::remove_pointer_t<decltype(yp)>;
+        if constexpr (is_half_scalar<S>) {  // the 16-bit forms (automatic algorithm only)
+          using H = typename half_of<S>::type;
+          (void)algorithm;
+          const H* xh = reinterpret_cast<const H*>(xp);
+          H* yh = reinterpret_cast<H*>(yp);
+          if constexpr (Family::reports_rows)
+            reported = api::forward_half<Family, api::header_only>(xh, ldx, yh, ldy, r, c, opts);
+          else
+            api::forward_half<Family, api::header_only>(xh, ldx, yh, ldy, r, c, opts);
+        } else if constexpr (Family::reports_rows) {
           reported =
               api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
-        else
+        } else {
           api::forward<Family, api::header_only>(xp, ldx, yp, ldy, r, c, opts, algorithm);
+        }
       },
       y, x);
   if constexpr (Family::reports_rows) return reported;
@@ -227,6 +263,9 @@ inline api::rows_result_t<Family> forward(X const& x, Y& y, typename Family::opt
 template <class Family, class DX, class... In>
 inline void backward(DX& dx, typename Family::options const& opts, typename Family::grads* grads,
                      In const&... in) noexcept {
+  static_assert(!is_half_scalar<typename plain_t<DX>::Scalar>,
+                "smax/eigen.hpp: the backward passes take float or double (the 16-bit forms are "
+                "forward only)");
   if (grads) *grads = typename Family::grads{};
   for_rows(
       [&](std::size_t r, std::size_t c, auto* dxp, std::size_t lddx, auto... p) {
@@ -271,6 +310,8 @@ inline void backward(DX& dx, typename Family::options const& opts, typename Fami
       Algorithm algorithm, Eigen::DenseBase<X> const& x, Y&& y,                               \
       typename F_::options const& opts = {}) noexcept->decltype(api::algorithm_of(algorithm), \
                                                                 api::rows_result_t<F_>()) {   \
+    static_assert(!eigen_detail::is_half_scalar<typename X::Scalar>,                          \
+                  "smax/eigen.hpp: the 16-bit forms have no algorithm tags");                 \
     return eigen_detail::forward<F_>(x.derived(), y, opts, api::algorithm_of(algorithm));     \
   }                                                                                           \
   template <class Y, class DY, class DX, class F_ = api::name##_family,                       \

@@ -13,6 +13,7 @@
 // dispatcher (SMAX_NO_EXTRA_FORMS for none).
 
 #include "adaptive_softmax.hpp"
+#include "kernels/convert.hpp"
 #include "cross_entropy.hpp"
 #include "entmax15.hpp"
 #include "entmax_bisect.hpp"
@@ -87,5 +88,6 @@
   X(entmax15_table)             \
   X(entmax_bisect_table)        \
   X(softmax_topk_table)         \
-  X(cross_entropy_table)
+  X(cross_entropy_table)        \
+  X(convert_table)
 #define SMAX_KERNEL_TABLES(X) SMAX_KERNEL_TABLES_0(X) SMAX_KERNEL_TABLES_1(X) SMAX_KERNEL_TABLES_2(X)

@@ -22,6 +22,9 @@ int main() {
   smax::softmax(cy, strided(buf, 4, 8, Eigen::OuterStride<>(16)));
   smax::log_softmax(x.array(), y.array());
   smax::log_softmax_backward(x, cy, y.middleRows(0, 4));
+  Eigen::Matrix<Eigen::bfloat16, 4, 8, Eigen::RowMajor> h, g;
+  h.setZero();
+  smax::softmax(h, g);  // the 16-bit forward form
 #elif SMAX_CASE == 1  // const output
   smax::softmax(x, cy);
 #elif SMAX_CASE == 2  // read-only Map output
@@ -42,6 +45,12 @@ int main() {
   Eigen::Matrix<float, 2, 4, Eigen::RowMajor> a;
   Eigen::Matrix<float, 3, 4, Eigen::RowMajor> b;
   smax::softmax(a, b);
+#elif SMAX_CASE == 9  // a backward pass on 16-bit matrices
+  Eigen::Matrix<Eigen::half, 4, 8, Eigen::RowMajor> h, dh, dx;
+  smax::softmax_backward(h, dh, dx);
+#elif SMAX_CASE == 10  // an algorithm tag on 16-bit matrices
+  Eigen::Matrix<Eigen::bfloat16, 4, 8, Eigen::RowMajor> h, g;
+  smax::softmax(smax::online, h, g);
 #endif
   return 0;
 }

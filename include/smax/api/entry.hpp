@@ -528,6 +528,7 @@ inline void backward(const T* x, std::size_t ldx, const T* y, std::size_t ldy, c
 SMAX_END_NAMESPACE
 
 #include "axis.hpp"
+#include "half.hpp"
 
 // The span forms (C++20): x.size() == y.size() is a precondition.
 #if defined(SMAX_HAS_SPAN)
@@ -644,7 +645,25 @@ SMAX_END_NAMESPACE
   }                                                                                                \
   SMAX_DETAIL_SPAN_FORMS(name, Family, Dispatch)                                                   \
   SMAX_DETAIL_EXECUTOR_FORMS(name, Family, Dispatch)                                               \
-  SMAX_DETAIL_AXIS_FORMS(name, Family, Dispatch)
+  SMAX_DETAIL_AXIS_FORMS(name, Family, Dispatch)                                                   \
+  SMAX_DETAIL_HALF_FORMS(name, Family, Dispatch)
+
+// The 16-bit forms (api/half.hpp): x and y both smax::bf16 or both smax::fp16, or x float and y
+// 16-bit; computed in float, rounded once to the output type.
+//   name(x, y, n [, opts])       name_rows(x, y, rows, cols, ld [, opts])
+#define SMAX_DETAIL_HALF_FORMS(name, Family, Dispatch)                                             \
+  template <class In, class Out, ::smax::api::if_half_io_t<In, Out> = 0>                           \
+  inline ::smax::api::row_result_t<Family> name(const In* x, Out* y, std::size_t n,                \
+                                                typename Family::options const& opts = {}) noexcept { \
+    return static_cast<::smax::api::row_result_t<Family>>(                                         \
+        ::smax::api::forward_half<Family, Dispatch>(x, n, y, n, 1, n, opts));                      \
+  }                                                                                                \
+  template <class In, class Out, ::smax::api::if_half_io_t<In, Out> = 0>                           \
+  inline ::smax::api::rows_result_t<Family> name##_rows(                                           \
+      const In* x, Out* y, std::size_t rows, std::size_t cols, std::size_t ld,                     \
+      typename Family::options const& opts = {}) noexcept {                                        \
+    return ::smax::api::forward_half<Family, Dispatch>(x, ld, y, ld, rows, cols, opts);            \
+  }
 
 // The any-axis forms (api/axis.hpp): the family over the middle axis of a row-major
 // outer × n × inner tensor; they return what the rows forms return (the number of columns

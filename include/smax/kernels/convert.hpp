@@ -1,0 +1,198 @@
+#pragma once
+// Conversions between float and the 16-bit storage types (smax/half.hpp) for the 16-bit forms of
+// every family (api/half.hpp): widen (16-bit to float, exact) and narrow (float to 16-bit, round
+// to nearest even, NaN kept NaN with its sign), a vector at a time. Integer code on every
+// instruction set: the same bits as smax::bf16 / smax::fp16 (one value at a time) whatever the
+// rounding mode or the FTZ/DAZ state, which the tests check on every 16-bit value and on a sweep
+// of floats.
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "../config.hpp"
+#include "../detail/dispatch_declarations.hpp"
+#include "../detail/xsimd_compat.hpp"
+#include "../half.hpp"
+
+namespace smax {
+namespace kernels {
+namespace convert_detail {
+
+template <class A>
+using lanes = xsimd::batch<std::int32_t, A>;
+
+// One vector of 16-bit values, each zero-extended into a 32-bit lane.
+template <class A>
+SMAX_ALWAYS_INLINE lanes<A> load_u16(const std::uint16_t* p) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_base_of<xsimd::avx512bw, A>::value) {
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  } else if constexpr (std::is_base_of<xsimd::avx2, A>::value) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else if constexpr (std::is_base_of<xsimd::sse2, A>::value && lanes<A>::size == 4) {
+    return _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                              _mm_setzero_si128());
+  }
+#elif defined(__aarch64__)
+  if constexpr (std::is_base_of<xsimd::neon64, A>::value) {
+    return vreinterpretq_s32_u32(vmovl_u16(vld1_u16(p)));
+  }
+#endif
+  alignas(64) std::int32_t v[lanes<A>::size];
+  for (std::size_t i = 0; i < lanes<A>::size; ++i) v[i] = p[i];
+  return lanes<A>::load_aligned(v);
+}
+
+// Stores the low 16 bits of each lane (every lane holds a value in [0, 0xFFFF]).
+template <class A>
+SMAX_ALWAYS_INLINE void store_u16(std::uint16_t* p, lanes<A> const& v) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_base_of<xsimd::avx512bw, A>::value) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(v));
+    return;
+  } else if constexpr (std::is_base_of<xsimd::avx2, A>::value) {
+    const __m256i packed = _mm256_packus_epi32(v, v);  // per 128-bit half: a0..a3 a0..a3
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+    return;
+  } else if constexpr (std::is_base_of<xsimd::sse2, A>::value && lanes<A>::size == 4) {
+    // SSE2 has no unsigned 32-to-16 pack: sign-extend the low halves, then a signed pack keeps
+    // their bits.
+    const __m128i s = _mm_srai_epi32(_mm_slli_epi32(v, 16), 16);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packs_epi32(s, s));
+    return;
+  }
+#elif defined(__aarch64__)
+  if constexpr (std::is_base_of<xsimd::neon64, A>::value) {
+    vst1_u16(p, vmovn_u32(vreinterpretq_u32_s32(v)));
+    return;
+  }
+#endif
+  alignas(64) std::int32_t lane[lanes<A>::size];
+  v.store_aligned(lane);
+  for (std::size_t i = 0; i < lanes<A>::size; ++i) p[i] = static_cast<std::uint16_t>(lane[i]);
+}
+
+template <class A>
+SMAX_ALWAYS_INLINE xsimd::batch<float, A> widen(lanes<A> const& h, bf16*) noexcept {
+  return detail::bitcast<float>(h << 16);
+}
+
+template <class A>
+SMAX_ALWAYS_INLINE xsimd::batch<float, A> widen(lanes<A> const& h, fp16*) noexcept {
+  const lanes<A> magnitude = (h & lanes<A>(0x7FFF)) << 13;
+  const lanes<A> exponent = h & lanes<A>(0x7C00);
+  // Normal: rebias the exponent by 127 - 15; inf and NaN (exponent 31) by 255 - 31, which keeps
+  // the payload; zero and subnormals are m·2^-24, exact in float.
+  lanes<A> bits = magnitude + xsimd::select(exponent == lanes<A>(0x7C00), lanes<A>(224 << 23),
+                                            lanes<A>(112 << 23));
+  const xsimd::batch<float, A> small =
+      xsimd::to_float(h & lanes<A>(0x03FF)) * xsimd::batch<float, A>(5.9604644775390625e-8f);
+  bits = xsimd::select(exponent == lanes<A>(0), detail::bitcast<std::int32_t>(small), bits);
+  return detail::bitcast<float>(bits | ((h & lanes<A>(0x8000)) << 16));
+}
+
+template <class A>
+SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, bf16*) noexcept {
+  const lanes<A> u = detail::bitcast<std::int32_t>(f);
+  const lanes<A> nan_bits = (u >> 16 & lanes<A>(0xFFFF)) | lanes<A>(0x0040);
+  // u + 0x7FFF + (lowest kept bit), computed on the top bits so nothing overflows a signed lane:
+  // the low 16 bits round up when above 0x8000, or at 0x8000 with an odd kept bit.
+  const lanes<A> top = u >> 16 & lanes<A>(0xFFFF), low = u & lanes<A>(0xFFFF);
+  const lanes<A> up = xsimd::select(
+      low > lanes<A>(0x8000) || (low == lanes<A>(0x8000) && (top & lanes<A>(1)) == lanes<A>(1)),
+      lanes<A>(1), lanes<A>(0));
+  const auto is_nan = (u & lanes<A>(0x7FFFFFFF)) > lanes<A>(0x7F800000);
+  return xsimd::select(is_nan, nan_bits, (top + up) & lanes<A>(0xFFFF));
+}
+
+template <class A>
+SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, fp16*) noexcept {
+  using floats = xsimd::batch<float, A>;
+  const lanes<A> u = detail::bitcast<std::int32_t>(f);
+  const lanes<A> a = u & lanes<A>(0x7FFFFFFF);
+  const lanes<A> sign = u >> 16 & lanes<A>(0x8000);
+  // Normal fp16 (|f| >= 2^-14): rebias, round the 13 dropped bits to nearest even.
+  const lanes<A> r = a - lanes<A>(0x38000000);
+  const lanes<A> normal = (r + lanes<A>(0x0FFF) + (r >> 13 & lanes<A>(1))) >> 13;
+  // Below 2^-14: 0.5 + |f| rounds |f| to a multiple of 2^-24 (the spacing of floats in
+  // [0.5, 1)) to nearest even, in integer-exact float arithmetic whatever the FTZ/DAZ state (a
+  // float subnormal flushed to 0 rounds to 0 anyway); the fraction bits count the units.
+  const lanes<A> subnormal =
+      detail::bitcast<std::int32_t>(detail::bitcast<float>(a) + floats(0.5f)) -
+      lanes<A>(0x3F000000);
+  lanes<A> h = xsimd::select(a >= lanes<A>(0x38800000), normal, subnormal);
+  h = xsimd::select(a >= lanes<A>(0x477FF000), lanes<A>(0x7C00), h);  // >= 65520: inf
+  h = xsimd::select(a > lanes<A>(0x7F800000), lanes<A>(0x7E00) | (a >> 13 & lanes<A>(0x03FF)), h);
+  return h | sign;
+}
+
+}  // namespace convert_detail
+
+template <class A>
+struct convert_table {
+  // to[i] = float(from[i]) for i < n (exact).
+  static void widen(const bf16* from, float* to, std::size_t n) noexcept;
+  static void widen(const fp16* from, float* to, std::size_t n) noexcept;
+  // to[i] = H(from[i]) for i < n (round to nearest even).
+  static void narrow(const float* from, bf16* to, std::size_t n) noexcept;
+  static void narrow(const float* from, fp16* to, std::size_t n) noexcept;
+
+ private:
+  template <class H>
+  static void widen_row(const H* from, float* to, std::size_t n) noexcept;
+  template <class H>
+  static void narrow_row(const float* from, H* to, std::size_t n) noexcept;
+};
+
+template <class A>
+template <class H>
+void convert_table<A>::widen_row(const H* from, float* to, std::size_t n) noexcept {
+  constexpr std::size_t width = xsimd::batch<float, A>::size;
+  const auto* bits = reinterpret_cast<const std::uint16_t*>(from);
+  std::size_t i = 0;
+  for (; i + width <= n; i += width)
+    convert_detail::widen<A>(convert_detail::load_u16<A>(bits + i), static_cast<H*>(nullptr))
+        .store_unaligned(to + i);
+  for (; i < n; ++i)
+    to[i] = std::is_same<H, bf16>::value ? detail::float_from_bf16_bits<A>(bits[i])
+                                         : detail::float_from_fp16_bits<A>(bits[i]);
+}
+
+template <class A>
+template <class H>
+void convert_table<A>::narrow_row(const float* from, H* to, std::size_t n) noexcept {
+  constexpr std::size_t width = xsimd::batch<float, A>::size;
+  auto* bits = reinterpret_cast<std::uint16_t*>(to);
+  std::size_t i = 0;
+  for (; i + width <= n; i += width)
+    convert_detail::store_u16<A>(
+        bits + i, convert_detail::narrow<A>(xsimd::batch<float, A>::load_unaligned(from + i),
+                                            static_cast<H*>(nullptr)));
+  for (; i < n; ++i)
+    bits[i] = std::is_same<H, bf16>::value ? detail::bf16_bits_from_float<A>(from[i])
+                                           : detail::fp16_bits_from_float<A>(from[i]);
+}
+
+template <class A>
+void convert_table<A>::widen(const bf16* from, float* to, std::size_t n) noexcept {
+  widen_row(from, to, n);
+}
+template <class A>
+void convert_table<A>::widen(const fp16* from, float* to, std::size_t n) noexcept {
+  widen_row(from, to, n);
+}
+template <class A>
+void convert_table<A>::narrow(const float* from, bf16* to, std::size_t n) noexcept {
+  narrow_row(from, to, n);
+}
+template <class A>
+void convert_table<A>::narrow(const float* from, fp16* to, std::size_t n) noexcept {
+  narrow_row(from, to, n);
+}
+
+}  // namespace kernels
+}  // namespace smax
+
+SMAX_DECLARE_DISPATCHED_TABLE(convert_table)
