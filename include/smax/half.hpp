@@ -86,34 +86,33 @@ inline float float_from_fp16_bits(std::uint16_t h) noexcept {
 
 }  // namespace detail
 
-// bfloat16: the top half of a float.
-struct bf16 {
-  std::uint16_t bits_;  // public only so that the type is an aggregate; use from_bits / to_bits
+namespace detail {
+// The two bytes and their access, shared by both types (D: the type itself).
+template <class D>
+struct storage16 {
+  std::uint16_t bits_;  // public only so that the types stay aggregates of one member
 
-  bf16() = default;
-  explicit bf16(float f) noexcept : bits_(detail::bf16_bits_from_float<>(f)) {}
-  explicit operator float() const noexcept { return detail::float_from_bf16_bits<>(bits_); }
-  static constexpr bf16 from_bits(std::uint16_t b) noexcept {
-    bf16 h{};
+  static constexpr D from_bits(std::uint16_t b) noexcept {
+    D h{};
     h.bits_ = b;
     return h;
   }
   constexpr std::uint16_t to_bits() const noexcept { return bits_; }
 };
+}  // namespace detail
+
+// bfloat16: the top half of a float.
+struct bf16 : detail::storage16<bf16> {
+  bf16() = default;
+  explicit bf16(float f) noexcept : detail::storage16<bf16>{detail::bf16_bits_from_float<>(f)} {}
+  explicit operator float() const noexcept { return detail::float_from_bf16_bits<>(bits_); }
+};
 
 // IEEE 754 binary16.
-struct fp16 {
-  std::uint16_t bits_;
-
+struct fp16 : detail::storage16<fp16> {
   fp16() = default;
-  explicit fp16(float f) noexcept : bits_(detail::fp16_bits_from_float<>(f)) {}
+  explicit fp16(float f) noexcept : detail::storage16<fp16>{detail::fp16_bits_from_float<>(f)} {}
   explicit operator float() const noexcept { return detail::float_from_fp16_bits<>(bits_); }
-  static constexpr fp16 from_bits(std::uint16_t b) noexcept {
-    fp16 h{};
-    h.bits_ = b;
-    return h;
-  }
-  constexpr std::uint16_t to_bits() const noexcept { return bits_; }
 };
 
 inline float to_float(bf16 h) noexcept { return static_cast<float>(h); }
