@@ -74,6 +74,19 @@ SMAX_ALWAYS_INLINE void store_u16(std::uint16_t* p, lanes<A> const& v) noexcept 
   for (std::size_t i = 0; i < lanes<A>::size; ++i) p[i] = static_cast<std::uint16_t>(lane[i]);
 }
 
+// Lane masks and blends by integer arithmetic (xsimd 8.1's select on integer lanes does not
+// compile for AVX-512 with GCC at -O0, where its blend intrinsics are macros).
+// All ones where v < 0, zero elsewhere.
+template <class A>
+SMAX_ALWAYS_INLINE lanes<A> negative_mask(lanes<A> const& v) noexcept {
+  return v >> 31;
+}
+// a where m is all ones, b where it is zero.
+template <class A>
+SMAX_ALWAYS_INLINE lanes<A> pick(lanes<A> const& m, lanes<A> const& a, lanes<A> const& b) noexcept {
+  return (a & m) | (b & ~m);
+}
+
 template <class A>
 SMAX_ALWAYS_INLINE xsimd::batch<float, A> widen(lanes<A> const& h, bf16*) noexcept {
   return detail::bitcast<float>(h << 16);
@@ -84,27 +97,26 @@ SMAX_ALWAYS_INLINE xsimd::batch<float, A> widen(lanes<A> const& h, fp16*) noexce
   const lanes<A> magnitude = (h & lanes<A>(0x7FFF)) << 13;
   const lanes<A> exponent = h & lanes<A>(0x7C00);
   // Normal: rebias the exponent by 127 - 15; inf and NaN (exponent 31) by 255 - 31, which keeps
-  // the payload; zero and subnormals are m·2^-24, exact in float.
-  lanes<A> bits = magnitude + xsimd::select(exponent == lanes<A>(0x7C00), lanes<A>(224 << 23),
-                                            lanes<A>(112 << 23));
+  // the payload; zero and subnormals (exponent 0) are m·2^-24, exact in float.
+  const lanes<A> special = ~negative_mask<A>(exponent - lanes<A>(0x7C00));
+  lanes<A> bits = magnitude + pick<A>(special, lanes<A>(224 << 23), lanes<A>(112 << 23));
   const xsimd::batch<float, A> small =
       xsimd::to_float(h & lanes<A>(0x03FF)) * xsimd::batch<float, A>(5.9604644775390625e-8f);
-  bits = xsimd::select(exponent == lanes<A>(0), detail::bitcast<std::int32_t>(small), bits);
+  bits = pick<A>(negative_mask<A>(exponent - lanes<A>(1)), detail::bitcast<std::int32_t>(small),
+                 bits);
   return detail::bitcast<float>(bits | ((h & lanes<A>(0x8000)) << 16));
 }
 
 template <class A>
 SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, bf16*) noexcept {
   const lanes<A> u = detail::bitcast<std::int32_t>(f);
-  const lanes<A> nan_bits = (u >> 16 & lanes<A>(0xFFFF)) | lanes<A>(0x0040);
-  // u + 0x7FFF + (lowest kept bit), computed on the top bits so nothing overflows a signed lane:
-  // the low 16 bits round up when above 0x8000, or at 0x8000 with an odd kept bit.
   const lanes<A> top = u >> 16 & lanes<A>(0xFFFF), low = u & lanes<A>(0xFFFF);
-  const lanes<A> up = xsimd::select(
-      low > lanes<A>(0x8000) || (low == lanes<A>(0x8000) && (top & lanes<A>(1)) == lanes<A>(1)),
-      lanes<A>(1), lanes<A>(0));
-  const auto is_nan = (u & lanes<A>(0x7FFFFFFF)) > lanes<A>(0x7F800000);
-  return xsimd::select(is_nan, nan_bits, (top + up) & lanes<A>(0xFFFF));
+  // Round up when the low 16 bits exceed 0x8000, or equal it with an odd kept bit:
+  // low + (top & 1) > 0x8000.
+  const lanes<A> up =
+      ~negative_mask<A>(low + (top & lanes<A>(1)) - lanes<A>(0x8001)) & lanes<A>(1);
+  const lanes<A> nan = negative_mask<A>(lanes<A>(0x7F800000) - (u & lanes<A>(0x7FFFFFFF)));
+  return pick<A>(nan, top | lanes<A>(0x0040), (top + up) & lanes<A>(0xFFFF));
 }
 
 template <class A>
@@ -122,9 +134,11 @@ SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, fp16*) noexc
   const lanes<A> subnormal =
       detail::bitcast<std::int32_t>(detail::bitcast<float>(a) + floats(0.5f)) -
       lanes<A>(0x3F000000);
-  lanes<A> h = xsimd::select(a >= lanes<A>(0x38800000), normal, subnormal);
-  h = xsimd::select(a >= lanes<A>(0x477FF000), lanes<A>(0x7C00), h);  // >= 65520: inf
-  h = xsimd::select(a > lanes<A>(0x7F800000), lanes<A>(0x7E00) | (a >> 13 & lanes<A>(0x03FF)), h);
+  // The differences below stay within int32 for every a in [0, 2^31).
+  lanes<A> h = pick<A>(~negative_mask<A>(a - lanes<A>(0x38800000)), normal, subnormal);
+  h = pick<A>(~negative_mask<A>(a - lanes<A>(0x477FF000)), lanes<A>(0x7C00), h);  // >= 65520: inf
+  h = pick<A>(negative_mask<A>(lanes<A>(0x7F800000) - a),
+              lanes<A>(0x7E00) | (a >> 13 & lanes<A>(0x03FF)), h);  // NaN
   return h | sign;
 }
 
