@@ -261,7 +261,8 @@ bool same_or_both_nan(std::vector<H> const& a, std::vector<H> const& b, std::siz
 }
 
 // Rows of values in [-6, 6], already 16-bit values; row 1 (when there are 4 rows or more) holds a
-// NaN, row 2 a +inf, row 3 is all -inf and row 0 has a masked entry.
+// NaN, row 2 a +inf, row 3 is all -inf, row 4 the type's largest finite value and its negative,
+// and row 0 has a masked entry.
 template <class H>
 std::vector<float> sample_rows(std::size_t rows, std::size_t cols, std::size_t ld, unsigned seed) {
   std::mt19937 rng(seed);
@@ -275,6 +276,11 @@ std::vector<float> sample_rows(std::size_t rows, std::size_t cols, std::size_t l
     for (std::size_t i = 0; i < cols; ++i) x[3 * ld + i] = -infinity<float>;
   }
   if (cols >= 2) x[cols / 3] = -infinity<float>;
+  if (rows >= 5 && cols >= 2) {  // row 4: the type's largest finite values, both signs
+    const float big = float(H::from_bits(std::is_same_v<H, smax::bf16> ? 0x7F7F : 0x7BFF));
+    x[4 * ld] = big;
+    x[4 * ld + cols - 1] = -big;
+  }
   return x;
 }
 
@@ -347,7 +353,7 @@ void check_half_form(Form const& form, RowsForm const& rows_form, const char* wh
     // Rows with ld > cols, across several tiles (8192 floats a tile: 81 rows of 100), with the
     // special rows; the padding is left alone.
     for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{5, 3}, {7, 17}, {170, 100},
-                              {3, 5000}, {4, 9000}}) {
+                              {3, 5000}, {5, 9000}}) {
       const std::size_t ld = cols + 3;
       const auto xf = sample_rows<H>(rows, cols, ld, static_cast<unsigned>(rows * 31 + cols));
       const auto xh = narrowed<H>(xf);
