@@ -217,8 +217,14 @@ TYPED_TEST(adaptive_softmax_test, entropy_at_the_gates) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const long double gates[] = {0.5L, 0.848581996L, 5.944520828L};
   std::size_t checked = 0;
+  // Under a sampling stride (CI's emulated run, where the long-double reference is software) the
+  // offsets nearest the gate and the farthest.
+  const std::vector<long double> offsets =
+      exhaustive_stride() == 1
+          ? std::vector<long double>{0.0L, 1e-7L, -1e-7L, 1e-4L, -1e-4L, 3e-3L, -3e-3L, 2e-2L, -2e-2L}
+          : std::vector<long double>{0.0L, 1e-7L, -1e-7L, 2e-2L, -2e-2L};
   for (long double gate : gates)
-    for (long double offset : {0.0L, 1e-7L, -1e-7L, 1e-4L, -1e-4L, 3e-3L, -3e-3L, 2e-2L, -2e-2L})
+    for (long double offset : offsets)
       for (std::size_t n :
            {std::size_t(3), 2 * TypeParam::width + 1, std::size_t(512), std::size_t(5000)}) {
         if (std::log(static_cast<long double>(n)) <= gate + offset) continue;

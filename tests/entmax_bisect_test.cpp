@@ -234,7 +234,7 @@ TYPED_TEST(entmax_bisect_test, masks_at_every_lane_extremes_and_special_rows) {
   // A mask at every lane of rows around the vector width and of a long row (scratch path).
   for (double alpha : alphas)
     for (std::size_t len : {TypeParam::width + 1, 4 * TypeParam::width + 3, std::size_t(300)})
-      for (std::size_t lane = 0; lane < len; ++lane) {
+      for (std::size_t lane : positions(len, TypeParam::width)) {
         auto row = random_row<T>(len, 3.0, 0.0, static_cast<unsigned>(lane));
         row[lane] = -inf;
         EXPECT_TRUE((matches_reference<TypeParam>(row, alpha))) << "mask at " << lane;

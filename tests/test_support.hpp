@@ -76,6 +76,17 @@ inline std::size_t long_row(std::size_t n) {
   return limit - limit % 64 + n % 64;
 }
 
+// The positions [0, n) of a sweep "at every position" of a row: all of them natively; under a
+// sampling stride (CI's emulated and sanitizer runs) the first and last 4·width and every
+// stride-th one between, so the row's ends, each vector tail and each lane are still visited.
+inline std::vector<std::size_t> positions(std::size_t n, std::size_t width) {
+  const std::size_t stride = exhaustive_stride(), edge = 4 * width;
+  std::vector<std::size_t> k;
+  for (std::size_t i = 0; i < n; ++i)
+    if (stride == 1 || i < edge || i + edge >= n || i % stride == 0) k.push_back(i);
+  return k;
+}
+
 // The size of a random sample of `full` inputs under that stride (at least 1024).
 inline std::size_t sampled(std::size_t full) {
   const std::size_t n = full / exhaustive_stride();

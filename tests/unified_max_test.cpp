@@ -85,7 +85,7 @@ TYPED_TEST(unified_max_test, fallback_at_every_position) {
   const T below = std::nextafter(lo, -inf), above = std::nextafter(hi, inf);
   for (std::size_t n : {std::size_t(1), std::size_t(2), 4 * TypeParam::width - 1,
                         4 * TypeParam::width + 3, std::size_t(300)}) {
-    for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k : positions(n, TypeParam::width)) {
       for (T v : {below, above, T(-1e30), T(1e4), lo, hi, -inf}) {
         auto x = random_row<T>(n, 20.0, 0.0, static_cast<unsigned>(n + k));
         x[k] = v;
