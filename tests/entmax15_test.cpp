@@ -241,7 +241,7 @@ TYPED_TEST(entmax15_test, special_values_at_every_lane) {
       }
     // Rows long enough to bound tau by their first sixteenth (the fused max and compaction pass):
     // the values inside that part, at its edge and beyond it.
-    for (std::size_t len : {std::size_t(5000), std::size_t(70001)})
+    for (std::size_t len : {std::size_t(5000), long_row(70001)})
       for (std::size_t at : {std::size_t(0), std::size_t(311), len / 16 - 1, len / 16, len / 2,
                              len - x.size()}) {
         auto row = random_row<T>(len, 2.5, 1.0, static_cast<unsigned>(at + len));
