@@ -296,6 +296,40 @@ TYPED_TEST(fuzz_findings, huge_scale_keeps_subnormal_differences) {
   for (auto a : all_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, false, x, t)));
 }
 
+// A scale 1/T beyond 2^900 (float 2^120) with |max/T| inside exp_minus_shift's range: ln2·T, the
+// shift's low step, was subnormal and the range reduction inexact. Double, log-softmax through
+// the online state, T = 6.7893149e-305, x = [0 x9, -inf, 0 x30, 3.13151306e-294, 0 x22,
+// 2.22507386e-308]: the maximum's entry was -1.42e-9, want 0 (the state's sum was 1 + 1.8e-9).
+TYPED_TEST(fuzz_findings, online_state_at_a_scale_beyond_two_to_the_900) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = typename TypeParam::table;
+  struct row_case {
+    T max, t, tail;
+  };
+  const row_case cases[] = {
+      sizeof(T) == 8 ? row_case{T(3.13151306e-294), T(6.7893149e-305), T(2.22507386e-308)}
+                     : row_case{T(1e-32), T(1e-37), T(1e-38)},
+      sizeof(T) == 8 ? row_case{T(1e-290), T(1e-300), T(0)} : row_case{T(1e-33), T(3.3e-39), T(0)},
+  };
+  for (auto const& c : cases)
+    for (std::size_t n : {std::size_t(64), TypeParam::width + 1, std::size_t(5000)}) {
+      std::vector<T> x(n, T(0));
+      x[9 % n] = -infinity<T>;
+      x[(n * 5) / 8] = c.max;
+      x[n - 1] = c.tail;
+      T max;
+      double sum;
+      table::online_reduce(x.data(), n, c.t, &max, &sum);
+      EXPECT_EQ(max, c.max);
+      EXPECT_EQ(sum, 1.0) << "n " << n << ", T " << c.t;  // every other term underflows
+      for (bool log : {false, true}) {
+        expect_online_state_matches<TypeParam>(x, c.t, log);
+        for (auto a : all_algorithms) EXPECT_TRUE((matches_reference<TypeParam>(a, log, x, c.t)));
+      }
+    }
+}
+
 // MultiMax's bound was stated linearised, 1e-6 + δ_i with δ_i = 2^-20·(W_i + max W): float,
 // t = r = (-1000 x4), entries near 0 (σ ~ -1e9, rounded by 64) turned an output of 2.9e-20 into
 // 0.042, far beyond δ_i. The rounding of σ passes through exp: the bound is (1 + 1e-6)·e^δ_i - 1

@@ -290,13 +290,20 @@ struct exp_minus_shift {
 
 // Whether a row with this maximum and scale can take exp_minus_shift: |max·s| within its limit
 // (power_of_two_shift_limit; every lane that does not underflow is then within 90 of max·s), and
-// a native FMA when scaled.
+// a native FMA and s below power_of_two_shift_max_scale when scaled.
 template <class A, bool Scaled>
 constexpr bool has_power_of_two_shift = !Scaled || detail::has_native_fma<A>::value;
+
+// The largest scale s for exp_minus_shift: beyond it ln2/s (step_hi, in T) or its residual
+// (step_lo, in double: 2^-54/s) would be subnormal and lose the bits that keep the range
+// reduction exact (fuzz finding: a double row's sum off by 1.8e-9 at s = 1.5e304).
+template <class T>
+constexpr double power_of_two_shift_max_scale = sizeof(T) == 4 ? 0x1p120 : 0x1p900;
 
 template <class A, class T, bool Scaled>
 inline bool uses_power_of_two_shift(T max, T inv_t) noexcept {
   if (!has_power_of_two_shift<A, Scaled>) return false;
+  if (Scaled && !(static_cast<double>(inv_t) < power_of_two_shift_max_scale<T>)) return false;
   const double ms = static_cast<double>(max) * static_cast<double>(Scaled ? inv_t : T(1));
   constexpr double limit = power_of_two_shift_limit<A, T>();
   return ms > -limit && ms < limit;
