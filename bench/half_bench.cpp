@@ -7,6 +7,9 @@
 //   softmax_bf16/copy/<shape>     memcpy of the bf16 x to y
 //   softmax_bf16/onednn/<shape>   oneDNN's softmax on bf16 x and y (where this build has oneDNN
 //                                 and oneDNN has a bf16 softmax for the machine)
+//   convert/<narrow|widen>_<bf16|fp16>/32768
+//                                 the conversions alone (smax::kernels::convert_table of the
+//                                 build's instruction set), on a row that stays in L2
 // Shapes: one row of 1000, 32768 and 16M elements, and 4096x1024; inputs uniform on [-8, 8],
 // rotated through buffers larger than the last-level cache when the data is (bench_support.hpp).
 // The 16-bit results are checked before timing: each equals the float result rounded (rows up to
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -119,7 +123,40 @@ void run_half(benchmark::State& state, half_impl impl, half_shape s) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(elements));
 }
 
+template <class H>
+void run_convert(benchmark::State& state, bool narrow) {
+  constexpr std::size_t n = 32768;
+  std::vector<float> f(n);
+  std::vector<H> h(n);
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<float> u(-8.0f, 8.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    f[i] = u(rng);
+    h[i] = H(f[i]);
+  }
+  using table = smax::kernels::convert_table<xsimd::default_arch>;
+  for (auto _ : state) {
+    if (narrow)
+      table::narrow(f.data(), h.data(), n);
+    else
+      table::widen(h.data(), f.data(), n);
+    benchmark::DoNotOptimize(f.data());
+    benchmark::DoNotOptimize(h.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(n) * 6);
+  state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(n));
+}
+
 const bool registered = [] {
+  register_benchmark("convert/narrow_bf16/32768",
+                     [](benchmark::State& st) { run_convert<smax::bf16>(st, true); });
+  register_benchmark("convert/widen_bf16/32768",
+                     [](benchmark::State& st) { run_convert<smax::bf16>(st, false); });
+  register_benchmark("convert/narrow_fp16/32768",
+                     [](benchmark::State& st) { run_convert<smax::fp16>(st, true); });
+  register_benchmark("convert/widen_fp16/32768",
+                     [](benchmark::State& st) { run_convert<smax::fp16>(st, false); });
   for (half_shape s : half_shapes) {
     const std::string n = name_of(s);
     register_benchmark("softmax_bf16/smax/" + n, [s](benchmark::State& st) {

@@ -12,7 +12,7 @@
 #
 # ARCHS: names from include/smax/detail/archs.hpp, the one list of instruction sets (the same
 # names SMAX_FORCE_ARCH and smax::runtime::arch_name() use): sse2 avx2 avx512bw on x86-64 (the
-# default: all three), neon64 on AArch64 (the default there). avx2 means AVX2 + FMA; avx512bw
+# default: all three), neon64 on AArch64 (the default there). avx2 means AVX2 + FMA + F16C; avx512bw
 # needs F, CD, DQ, BW and VL. GCC and Clang only.
 #
 # Each instruction set's kernels are several translation units, one per part of the kernel list

@@ -204,9 +204,15 @@ void check_vector_conversions() {
   std::vector<H> all(65536);
   for (std::uint32_t b = 0; b < 65536; ++b) all[b] = H::from_bits(static_cast<std::uint16_t>(b));
   std::vector<float> wide(65536, -7.f);
-  table::widen(all.data(), wide.data(), all.size());
-  for (std::uint32_t b = 0; b < 65536; ++b)
-    ASSERT_EQ(bits_of(wide[b]), reference_widen_bits<H>(static_cast<std::uint16_t>(b))) << b;
+  for (bool ftz : {true, false}) {
+    {
+      flush_to_zero mode(ftz);
+      table::widen(all.data(), wide.data(), all.size());
+    }
+    for (std::uint32_t b = 0; b < 65536; ++b)
+      ASSERT_EQ(bits_of(wide[b]), reference_widen_bits<H>(static_cast<std::uint16_t>(b)))
+          << b << (ftz ? " with FTZ/DAZ" : "");
+  }
   for (std::size_t n = 0; n < 70; ++n) {
     std::vector<float> part(n + 1, -7.f);
     table::widen(all.data() + 0x3C00 + n, part.data(), n);

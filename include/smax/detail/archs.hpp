@@ -10,7 +10,7 @@
 // clang-format off
 #define SMAX_COMPILED_ARCHS(X, data)                                                                     \
   SMAX_DETAIL_IF_avx512bw(X(data, avx512bw, ::xsimd::avx512bw)) /* flags: -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx512vl -mfma */ \
-  SMAX_DETAIL_IF_avx2(X(data, avx2, ::xsimd::fma3<::xsimd::avx2>)) /* flags: -mavx2 -mfma */                \
+  SMAX_DETAIL_IF_avx2(X(data, avx2, ::xsimd::fma3<::xsimd::avx2>)) /* flags: -mavx2 -mfma -mf16c */         \
   SMAX_DETAIL_IF_neon64(X(data, neon64, ::xsimd::neon64)) /* flags: */                                      \
   SMAX_DETAIL_IF_sse2(X(data, sse2, ::xsimd::sse2)) /* flags: -mno-avx */
 // clang-format on

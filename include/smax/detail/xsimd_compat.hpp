@@ -12,6 +12,9 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>  // every x86 intrinsic is declared whatever the flags; used per width
+#if defined(__GNUC__) || defined(__clang__)
+#include <cpuid.h>
+#endif
 #endif
 
 namespace smax {
@@ -40,15 +43,30 @@ inline xsimd::batch<To, A> bitcast(xsimd::batch<From, A> const& x) noexcept {
 #endif
 }
 
+// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29), which smax's avx2 set includes (as
+// x86-64-v3 does: every CPU with AVX2 has it); xsimd does not check it.
+template <class A>
+inline bool cpu_has_f16c() noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && ((c >> 29) & 1u) != 0;
+#else
+  return false;
+#endif
+}
+
 // True when the CPU this runs on can execute code built for A. On 8.1 only `best` is reliable
 // (its per-ISA bits misread CPUID: AVX from the wrong leaf, SSE2 from the wrong register).
 template <class A>
 inline bool arch_available() noexcept {
 #if XSIMD_VERSION_MAJOR >= 13
-  return xsimd::available_architectures().has(A{});
+  const bool available = xsimd::available_architectures().has(A{});
 #else
-  return A::version() <= xsimd::available_architectures().best;
+  const bool available = A::version() <= xsimd::available_architectures().best;
 #endif
+  if constexpr (std::is_same<A, xsimd::fma3<xsimd::avx2>>::value)
+    return available && cpu_has_f16c<A>();
+  return available;
 }
 
 // Whether xsimd::fma is one fused instruction on A (otherwise it is a multiply and an add, with

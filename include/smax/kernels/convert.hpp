@@ -1,14 +1,27 @@
 #pragma once
 // Conversions between float and the 16-bit storage types (smax/half.hpp) for the 16-bit forms of
 // every family (api/half.hpp): widen (16-bit to float, exact) and narrow (float to 16-bit, round
-// to nearest even, NaN kept NaN with its sign), a vector at a time. Integer code on every
-// instruction set: the same bits as smax::bf16 / smax::fp16 (one value at a time) whatever the
-// rounding mode or the FTZ/DAZ state, which the tests check on every 16-bit value and on a sweep
-// of floats.
+// to nearest even, NaN kept NaN with its sign), a vector at a time: the same bits as smax::bf16 /
+// smax::fp16 (one value at a time) whatever the rounding mode or the FTZ/DAZ state, which the
+// tests check on every 16-bit value and on a sweep of floats, with FTZ/DAZ set and clear.
+//
+// The hardware's conversions where they give those bits: fp16 by F16C (vcvtph2ps, vcvtps2ph with
+// the rounding in the immediate, not MXCSR) on AVX2 (which smax's avx2 set includes, as
+// x86-64-v3 does) and AVX-512F; bf16 narrowing by AVX-512 BF16's vcvtneps2bf16 where the CPU has
+// it (not part of the avx512bw set: the CPU is asked once), with the float subnormals it flushes
+// to zero rounded by the integer code. Integer code elsewhere (SSE2, NEON, bf16 widening, which
+// is a shift).
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#if (defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && __GNUC__ >= 10)
+#define SMAX_DETAIL_AVX512_BF16 1
+#endif
+#endif
 
 #include "../config.hpp"
 #include "../detail/dispatch_declarations.hpp"
@@ -142,6 +155,44 @@ SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, fp16*) noexc
   return h | sign;
 }
 
+#if defined(SMAX_DETAIL_AVX512_BF16)
+// Whether this CPU has AVX-512 BF16 (CPUID leaf 7, subleaf 1, EAX bit 5); asked once. Only
+// called from AVX-512 code, whose CPU already has the AVX-512 state enabled. Templated on the
+// instruction set like everything the kernels call (see families.hpp).
+template <class A>
+inline bool cpu_has_avx512_bf16() noexcept {
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && ((a >> 5) & 1u) != 0;
+  }();
+  return has;
+}
+
+// float to bf16 by vcvtneps2bf16 (round to nearest even, NaN quieted with its payload's top bits,
+// MXCSR not consulted), 16 at a time; a vector holding a float subnormal, which the instruction
+// flushes to zero, is rounded by the integer code. Returns how many floats it converted (n
+// rounded down to 16); its own function because the instruction needs its target attribute.
+template <class A>
+__attribute__((target("avx512bf16"))) std::size_t narrow_bf16_avx512(const float* from,
+                                                                       std::uint16_t* to,
+                                                                       std::size_t n) noexcept {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), one = _mm512_set1_epi32(1),
+                largest_subnormal = _mm512_set1_epi32(0x007FFFFF);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 f = _mm512_loadu_ps(from + i);
+    // |f| in [1, 0x7FFFFF] as bits: (|f| - 1) < 0x7FFFFF unsigned.
+    const __m512i a = _mm512_and_si512(_mm512_castps_si512(f), magnitude);
+    if (_mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, one), largest_subnormal) != 0) {
+      store_u16<A>(to + i, narrow<A>(xsimd::batch<float, A>(f), static_cast<bf16*>(nullptr)));
+      continue;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to + i), (__m256i)_mm512_cvtneps_pbh(f));
+  }
+  return i;
+}
+#endif
+
 }  // namespace convert_detail
 
 template <class A>
@@ -166,6 +217,35 @@ void convert_table<A>::widen_row(const H* from, float* to, std::size_t n) noexce
   constexpr std::size_t width = xsimd::batch<float, A>::size;
   const auto* bits = reinterpret_cast<const std::uint16_t*>(from);
   std::size_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  // vcvtph2ps quiets a signalling NaN (exponent 31, quiet bit clear, fraction not 0); the
+  // conversion keeps its bits, so the row from a vector holding one on takes the integer code.
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    const __m256i top = _mm256_set1_epi16(0x7E00), signalling = _mm256_set1_epi16(0x7C00),
+                  fraction = _mm256_set1_epi16(0x01FF);
+    for (; i + 16 <= n; i += 16) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i));
+      if (!_mm256_testz_si256(_mm256_cmpeq_epi16(_mm256_and_si256(h, top), signalling),
+                              _mm256_and_si256(h, fraction)))
+        break;
+      _mm512_storeu_ps(to + i, _mm512_cvtph_ps(h));
+    }
+  }
+#if defined(__F16C__)
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx2, A>::value &&
+                !std::is_base_of<xsimd::avx512bw, A>::value) {
+    const __m128i top = _mm_set1_epi16(0x7E00), signalling = _mm_set1_epi16(0x7C00),
+                  fraction = _mm_set1_epi16(0x01FF);
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bits + i));
+      if (!_mm_testz_si128(_mm_cmpeq_epi16(_mm_and_si128(h, top), signalling),
+                           _mm_and_si128(h, fraction)))
+        break;
+      _mm256_storeu_ps(to + i, _mm256_cvtph_ps(h));
+    }
+  }
+#endif
+#endif
   for (; i + width <= n; i += width)
     convert_detail::widen<A>(convert_detail::load_u16<A>(bits + i), static_cast<H*>(nullptr))
         .store_unaligned(to + i);
@@ -182,6 +262,28 @@ void convert_table<A>::narrow_row(const float* from, H* to, std::size_t n) noexc
   constexpr std::size_t width = xsimd::batch<float, A>::size;
   auto* bits = reinterpret_cast<std::uint16_t*>(to);
   std::size_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  [[maybe_unused]] constexpr int nearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    for (; i + 16 <= n; i += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits + i),
+                          _mm512_cvtps_ph(_mm512_loadu_ps(from + i), nearest));
+  }
+#if defined(__F16C__)
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx2, A>::value &&
+                !std::is_base_of<xsimd::avx512bw, A>::value) {
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(bits + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(from + i), nearest));
+  }
+#endif
+#if defined(SMAX_DETAIL_AVX512_BF16)
+  if constexpr (std::is_same<H, bf16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    if (convert_detail::cpu_has_avx512_bf16<A>())
+      i = convert_detail::narrow_bf16_avx512<A>(from, bits, n);
+  }
+#endif
+#endif
   for (; i + width <= n; i += width)
     convert_detail::store_u16<A>(
         bits + i, convert_detail::narrow<A>(xsimd::batch<float, A>::load_unaligned(from + i),
