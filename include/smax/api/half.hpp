@@ -8,8 +8,8 @@
 // options (zero_masked_rows included), plus the final rounding: at most half an ulp of the output
 // type.
 //
-// Rows longer than a tile: the families that split long rows (softmax, log-softmax) go through
-// their chunk states as the executor forms do (api/entry.hpp: each chunk reduced, the states
+// Rows longer than half_whole_row_bytes of floats: the families that split long rows (softmax,
+// log-softmax) go through their chunk states as the executor forms do (api/entry.hpp: each chunk reduced, the states
 // merged in order, each chunk normalised), widening each chunk twice and never holding the
 // row in float, within the family's bound of the float call; the other families widen the whole
 // row. x == y is allowed (same type); a float x must not overlap y.
@@ -37,6 +37,11 @@ struct half_tiles {};
 // its own; one that splits, chunks of this size). Small enough to stay in the L1 or L2 cache
 // between its widening, the family's passes and its narrowing.
 inline constexpr std::size_t half_tile_bytes = std::size_t(32) * 1024;
+// A row of a family that splits long rows goes through a tile of its own, whole, up to this many
+// bytes of floats: there it stays in L2 and the family's float algorithm runs unchanged (softmax:
+// one exponential per entry, where the chunks' online states take two). Longer rows go by
+// chunks of half_tile_bytes.
+inline constexpr std::size_t half_whole_row_bytes = std::size_t(256) * 1024;
 
 template <class In, class Out>
 using if_half_io_t = std::enable_if_t<
@@ -101,7 +106,7 @@ rows_result_t<Family> forward_half(const In* x, std::size_t ldx, Out* y, std::si
   [[maybe_unused]] std::size_t reported = 0;
   if (rows != 0 && cols != 0) {
     constexpr std::size_t tile_floats = half_tile_bytes / sizeof(float);
-    const bool chunked = Family::splits_long_rows && cols > tile_floats;
+    const bool chunked = Family::splits_long_rows && cols > half_whole_row_bytes / sizeof(float);
     const std::size_t per_tile = chunked || cols >= tile_floats ? 1 : tile_floats / cols;
     float* tile = primitives::scratch<half_tiles, float>(chunked ? tile_floats : per_tile * cols);
     if (tile == nullptr) {
