@@ -228,8 +228,8 @@ void convert_table<A>::widen_row(const H* from, float* to, std::size_t n) noexce
     __m256i found = _mm256_setzero_si256();
     for (; i + 16 <= n; i += 16) {
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i));
-      found = _mm256_or_si256(found, _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_and_si256(h, top), signalling),
-                                                      _mm256_and_si256(h, fraction)));
+      const __m256i nan_like = _mm256_cmpeq_epi16(_mm256_and_si256(h, top), signalling);
+      found = _mm256_or_si256(found, _mm256_and_si256(nan_like, _mm256_and_si256(h, fraction)));
       _mm512_storeu_ps(to + i, _mm512_cvtph_ps(h));
     }
     if (!_mm256_testz_si256(found, found)) i = 0;
@@ -242,8 +242,8 @@ void convert_table<A>::widen_row(const H* from, float* to, std::size_t n) noexce
     __m128i found = _mm_setzero_si128();
     for (; i + 8 <= n; i += 8) {
       const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bits + i));
-      found = _mm_or_si128(found, _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(h, top), signalling),
-                                                _mm_and_si128(h, fraction)));
+      const __m128i nan_like = _mm_cmpeq_epi16(_mm_and_si128(h, top), signalling);
+      found = _mm_or_si128(found, _mm_and_si128(nan_like, _mm_and_si128(h, fraction)));
       _mm256_storeu_ps(to + i, _mm256_cvtph_ps(h));
     }
     if (!_mm_testz_si128(found, found)) i = 0;
