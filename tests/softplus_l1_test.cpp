@@ -98,7 +98,7 @@ TYPED_TEST(softplus_l1_test, every_length_and_spread) {
           EXPECT_TRUE((matches_softplus_l1_reference<TypeParam>(x, base)));
         }
   for (double base : bases)
-    for (std::size_t n : {std::size_t(1000), std::size_t(65537)}) {
+    for (std::size_t n : {std::size_t(1000), long_row(65537)}) {
       EXPECT_TRUE(
           (matches_softplus_l1_reference<TypeParam>(random_row<T>(n, 200.0, -50.0, 3), base)));
       EXPECT_TRUE((matches_softplus_l1_reference<TypeParam>(random_row<T>(n, 1e6, 0.0, 4), base)));
