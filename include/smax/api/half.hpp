@@ -9,10 +9,10 @@
 // type.
 //
 // Rows longer than half_whole_row_bytes of floats: the families that split long rows (softmax,
-// log-softmax) go through their chunk states as the executor forms do (api/entry.hpp: each chunk reduced, the states
-// merged in order, each chunk normalised), widening each chunk twice and never holding the
-// row in float, within the family's bound of the float call; the other families widen the whole
-// row. x == y is allowed (same type); a float x must not overlap y.
+// log-softmax) go through their chunk states as the executor forms do (api/entry.hpp: each
+// chunk reduced, the states merged in order, each chunk normalised), widening each chunk twice
+// and never holding the row in float, within the family's bound of the float call; the other
+// families widen the whole row. x == y is allowed (same type); a float x must not overlap y.
 //
 // The tile lives in a per-thread buffer (primitives::scratch under the tag half_tiles). When it
 // cannot be allocated, every row of the call is NaN (and none is reported), as the kernels with

@@ -43,13 +43,30 @@ inline xsimd::batch<To, A> bitcast(xsimd::batch<From, A> const& x) noexcept {
 #endif
 }
 
-// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29), which smax's avx2 set includes (as
-// x86-64-v3 does: every CPU with AVX2 has it); xsimd does not check it.
+// CPU features xsimd does not check, each asked once: F16C (CPUID leaf 1, ECX bit 29), which
+// smax's avx2 set includes (as x86-64-v3 does: every CPU with AVX2 has it), and AVX-512 BF16
+// (leaf 7, subleaf 1, EAX bit 5), which the avx512bw set does not (kernels/convert.hpp asks
+// for it from AVX-512 code, whose CPU has the AVX-512 state enabled).
 template <class A>
 inline bool cpu_has_f16c() noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) != 0 && ((c >> 29) & 1u) != 0;
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) != 0 && ((c >> 29) & 1u) != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+template <class A>
+inline bool cpu_has_avx512_bf16() noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && ((a >> 5) & 1u) != 0;
+  }();
+  return has;
 #else
   return false;
 #endif

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
+// Compilers that know vcvtneps2bf16's intrinsic and target.
+#if defined(__x86_64__) || defined(__i386__)
 #if (defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && __GNUC__ >= 10)
 #define SMAX_DETAIL_AVX512_BF16 1
 #endif
@@ -156,18 +156,6 @@ SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, fp16*) noexc
 }
 
 #if defined(SMAX_DETAIL_AVX512_BF16)
-// Whether this CPU has AVX-512 BF16 (CPUID leaf 7, subleaf 1, EAX bit 5); asked once. Only
-// called from AVX-512 code, whose CPU already has the AVX-512 state enabled. Templated on the
-// instruction set like everything the kernels call (see families.hpp).
-template <class A>
-inline bool cpu_has_avx512_bf16() noexcept {
-  static const bool has = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && ((a >> 5) & 1u) != 0;
-  }();
-  return has;
-}
-
 // float to bf16 by vcvtneps2bf16 (round to nearest even, NaN quieted with its payload's top bits,
 // MXCSR not consulted), 16 at a time. The instruction flushes float subnormals to zero: a row
 // holding one is converted again by the integer code (checked on the whole row at once, which
@@ -283,7 +271,7 @@ void convert_table<A>::narrow_row(const float* from, H* to, std::size_t n) noexc
 #endif
 #if defined(SMAX_DETAIL_AVX512_BF16)
   if constexpr (std::is_same<H, bf16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
-    if (convert_detail::cpu_has_avx512_bf16<A>())
+    if (detail::cpu_has_avx512_bf16<A>())
       i = convert_detail::narrow_bf16_avx512<A>(from, bits, n);
   }
 #endif
