@@ -4,8 +4,8 @@
 // - A batch split into tasks gives the bits of the single-threaded call, forward and backward
 //   (and the parameter gradients), whatever runs the tasks: a std::thread executor with 1 to 8
 //   threads, and an odd one that runs the tasks in reverse order, unevenly over two threads.
-//   On every instruction set compiled in (api::forward / api::backward on that set's kernels),
-//   and through the stamped forms, header-only and smax::runtime.
+//   On every instruction set compiled in (api::forward / api::backward on that set's kernels);
+//   the stamped forms, header-only and smax::runtime, in executors_forms_test.cpp.
 // - zero_masked_rows composes: each task runs the single-threaded path on its rows.
 // - A short batch (less than one task's grain) never calls the executor.
 // - A long softmax / log-softmax row is split by chunks: within the stated bound of the long-double
@@ -19,173 +19,21 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstddef>
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <limits>
-#include <memory>
-#include <mutex>
 #include <random>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "executors_support.hpp"
 #include "test_support.hpp"
 
 namespace {
-
-using smax::api::backward_shape;
-
-// A pool of threads - 1 workers kept for the whole run (new threads for every call would cost
-// more than the calls); the caller works too. Each call hands the task function to every worker
-// and waits until all of them have left it, so a late worker never runs a stale one.
-class thread_pool {
- public:
-  explicit thread_pool(unsigned threads) {
-    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { serve(); });
-  }
-  ~thread_pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (auto& w : workers_) w.join();
-  }
-  void run(std::size_t tasks, std::function<void(std::size_t)> const& f) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_ = &f;
-    tasks_ = tasks;
-    next_ = 0;
-    busy_ = workers_.size();
-    ++generation_;
-    lock.unlock();
-    wake_.notify_all();
-    work();
-    lock.lock();
-    done_.wait(lock, [&] { return busy_ == 0; });
-    job_ = nullptr;
-  }
-
- private:
-  void work() {
-    for (std::size_t t; (t = next_.fetch_add(1)) < tasks_;) (*job_)(t);
-  }
-  void serve() {
-    unsigned seen = 0;
-    for (;;) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      lock.unlock();
-      work();
-      lock.lock();
-      if (--busy_ == 0) done_.notify_one();
-    }
-  }
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  std::function<void(std::size_t)> const* job_ = nullptr;
-  std::size_t tasks_ = 0, busy_ = 0;
-  std::atomic<std::size_t> next_{0};
-  unsigned generation_ = 0;
-  bool stop_ = false;
-};
-
-// Runs the tasks on `threads` threads (the caller and threads - 1 pool workers), each taking the
-// next task from a shared counter.
-struct thread_executor {
-  unsigned threads;
-  template <class F>
-  void operator()(std::size_t tasks, F&& f) const {
-    static std::mutex pools_mutex;
-    static std::unique_ptr<thread_pool> pools[9];
-    thread_pool* pool;
-    {
-      std::lock_guard<std::mutex> lock(pools_mutex);
-      if (!pools[threads]) pools[threads] = std::make_unique<thread_pool>(threads);
-      pool = pools[threads].get();
-    }
-    pool->run(tasks, std::function<void(std::size_t)>(std::ref(f)));
-  }
-};
-
-// Tasks in reverse order, split unevenly: a second thread runs the last two thirds from the end
-// backwards while the caller runs the first third, also backwards.
-struct odd_executor {
-  template <class F>
-  void operator()(std::size_t tasks, F&& f) const {
-    const std::size_t split = tasks / 3;
-    std::thread other([&] {
-      for (std::size_t t = tasks; t-- > split;) f(t);
-    });
-    for (std::size_t t = split; t-- > 0;) f(t);
-    other.join();
-  }
-};
-
-// Counts its calls and runs the tasks in order.
-struct counting_executor {
-  std::size_t* calls;
-  template <class F>
-  void operator()(std::size_t tasks, F&& f) const {
-    ++*calls;
-    for (std::size_t t = 0; t < tasks; ++t) f(t);
-  }
-};
-
-// The kernels of one instruction set A, as a dispatcher for api::forward / api::backward.
-template <class A>
-struct on_arch {
-  template <class F>
-  static decltype(auto) visit(F&& f) noexcept {
-    return f(A{});
-  }
-};
-
-using smax_test::sample_options;
-using smax_test::has_zero_masked_rows;
-
-// MultiMax's options are all 0 by default (softmax): give its parameter gradients terms to sum.
-template <class Family>
-typename Family::options options_for() {
-  auto o = sample_options<Family>::get();
-  if constexpr (std::is_same<Family, smax::api::multimax_family>::value)
-    o = smax::multimax_options{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
-  return o;
-}
-
-template <class T>
-std::vector<T> random_matrix(std::size_t size, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-4.0, 4.0);
-  std::vector<T> m(size);
-  for (auto& v : m) v = static_cast<T>(u(rng));
-  return m;
-}
-
-template <class T>
-bool same_bits(std::vector<T> const& a, std::vector<T> const& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-// A batch of 9 tasks (plan_rows), the last one half full, with padding between rows (ld > cols)
-// that no call may write.
-constexpr std::size_t batch_cols = 200, batch_ld = 203;
-template <class T>
-constexpr std::size_t batch_rows_of() {
-  constexpr std::size_t per_task = smax::api::task_grain_bytes / (batch_cols * sizeof(T));
-  return 8 * per_task + per_task / 2;
-}
-constexpr std::size_t batch_rows = batch_rows_of<float>();
 
 // One family on one dispatcher: forward and backward on every executor against the call
 // without one, bit for bit (and the parameter gradients).
@@ -282,91 +130,6 @@ TYPED_TEST(executors_test, zero_masked_rows_compose) {
 #undef SMAX_EXECUTORS_FAMILY
 }
 
-// The stamped forms (header-only and smax::runtime), for every family: the rows forms and the
-// single-row forms with an executor give the bits of the same forms without one.
-template <class Family, class T, class Forms>
-void check_stamped_forms(const char* name, Forms const& f) {
-  using grads_t = typename Family::grads;
-  constexpr auto shape = Family::backward_form;
-  constexpr std::size_t rows = batch_rows_of<T>(), cols = batch_cols, ld = batch_ld;
-  const auto opts = options_for<Family>();
-  const auto x = random_matrix<T>(rows * ld, 3), dy = random_matrix<T>(rows * ld, 4);
-  const odd_executor ex;
-  for (int runtime = 0; runtime < 2; ++runtime) {
-    const std::string what = std::string(name) + (runtime ? " (runtime)" : " (header-only)");
-    std::vector<T> want(rows * ld, T(-7)), y(rows * ld, T(-7));
-    f.rows(runtime, x.data(), want.data(), rows, cols, ld, opts);
-    f.rows(runtime, x.data(), y.data(), rows, cols, ld, opts, ex);
-    EXPECT_TRUE(same_bits(y, want)) << what << " _rows";
-    std::vector<T> single(cols), single_ex(cols);
-    f.forward(runtime, x.data(), single.data(), cols, opts);
-    f.forward(runtime, x.data(), single_ex.data(), cols, opts, ex);
-    EXPECT_TRUE(same_bits(single_ex, single)) << what << " single row";
-
-    std::vector<T> dwant(rows * ld, T(-7)), dx(rows * ld, T(-7));
-    grads_t gwant{}, g{};
-    if constexpr (shape == backward_shape::from_output) {
-      f.backward_rows(runtime, want.data(), dy.data(), dwant.data(), rows, cols, ld, opts);
-      f.backward_rows(runtime, want.data(), dy.data(), dx.data(), rows, cols, ld, opts, ex);
-    } else if constexpr (shape == backward_shape::from_input) {
-      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dwant.data(), rows, cols, ld,
-                      opts);
-      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dx.data(), rows, cols, ld, opts,
-                      ex);
-    } else {
-      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dwant.data(), rows, cols, ld, opts,
-                      &gwant);
-      f.backward_rows(runtime, x.data(), want.data(), dy.data(), dx.data(), rows, cols, ld, opts,
-                      &g, ex);
-      EXPECT_EQ(std::memcmp(&g, &gwant, sizeof g), 0) << what << " parameter gradients";
-    }
-    EXPECT_TRUE(same_bits(dx, dwant)) << what << " backward _rows";
-  }
-}
-
-template <class F, class R, class BR>
-struct forms {
-  F forward;
-  R rows;
-  BR backward_rows;
-};
-template <class... L>
-forms<L...> make_forms(L... l) {
-  return {l...};
-}
-
-// Each form as a generic lambda taking `runtime` first.
-#define SMAX_EXECUTORS_FORM(name)                     \
-  [](bool runtime, auto&&... a) {                    \
-    if (runtime)                                      \
-      smax::runtime::name(a...);                      \
-    else                                              \
-      smax::name(a...);                               \
-  }
-#define SMAX_EXECUTORS_STAMPED(name, extra)                                                      \
-  TEST(executors_forms, name) {                                                                  \
-    const auto f = make_forms(SMAX_EXECUTORS_FORM(name), SMAX_EXECUTORS_FORM(name##_rows),       \
-                              SMAX_EXECUTORS_FORM(name##_backward_rows));                        \
-    check_stamped_forms<smax::api::name##_family, float>(#name, f);                              \
-    check_stamped_forms<smax::api::name##_family, double>(#name, f);                             \
-  }
-SMAX_FAMILIES(SMAX_EXECUTORS_STAMPED)
-#undef SMAX_EXECUTORS_STAMPED
-
-// The algorithm-tag forms take an executor too (a batch splits by rows; the tag is kept).
-TEST(executors_forms, algorithm_tags) {
-  const auto x = random_matrix<float>(batch_rows * batch_ld, 5);
-  std::vector<float> want(x.size(), -7.f), y(x.size(), -7.f);
-  smax::softmax_rows(smax::online, x.data(), want.data(), batch_rows, batch_cols, batch_ld);
-  smax::softmax_rows(smax::online, x.data(), y.data(), batch_rows, batch_cols, batch_ld, {},
-                     thread_executor{3});
-  EXPECT_TRUE(same_bits(y, want));
-  smax::runtime::log_softmax_rows(smax::two_pass, x.data(), want.data(), batch_rows, batch_cols,
-                                  batch_ld);
-  smax::runtime::log_softmax_rows(smax::two_pass, x.data(), y.data(), batch_rows, batch_cols,
-                                  batch_ld, {}, odd_executor{});
-  EXPECT_TRUE(same_bits(y, want));
-}
 
 // A call of less than one task's grain runs inline: the executor is never called.
 template <class Family, class T>
