@@ -3,19 +3,26 @@
 // log_softmax_backward_rows(z, dy, dx) with dy = -onehot(t) (a zero buffer whose target entries
 // are set before and cleared after the call: the baseline is not charged for filling dy).
 // One thread, 64 rows, uniform logits on [-8, 8] (bench_support.hpp), targets spread over the
-// row, no smoothing. Names: cross_entropy/smax/<cols> (cross_entropy_with_grad) and
-// cross_entropy/log_softmax_gather/<cols>, cols = 32000, 128000, 256000 (the batch is 8 to 64 MiB:
-// read from memory). Both are checked against each other (losses within 1e-5 relative, dx within
-// 1e-6 absolute) before they are timed. Bytes processed: x read and dx written once per element.
+// row, no smoothing. Names: cross_entropy/smax/<cols> (cross_entropy_with_grad),
+// cross_entropy/log_softmax_gather/<cols>, and where libtorch is installed PyTorch's
+// F.cross_entropy forward + backward through autograd (cross_entropy/pytorch/<cols>) and its ATen
+// operators into preallocated outputs (cross_entropy/pytorch_aten_out/<cols>; anchors.hpp);
+// cols = 32000, 128000, 256000 (the batch is 8 to 64 MiB: read from memory). Each is checked
+// against smax's (losses within 1e-5 relative, dx within 1e-6 absolute; smax's against the
+// log-softmax baseline) before it is timed. Bytes processed: x read and dx written once per
+// element.
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <smax/cross_entropy.hpp>
 #include <smax/log_softmax.hpp>
 
+#include "anchors/anchors.hpp"
 #include "bench_support.hpp"
 
 namespace {
@@ -32,12 +39,14 @@ struct cross_entropy_buffers {
   std::vector<float> dy;  // the baseline's upstream gradient of z (zero but at the targets)
 };
 
-void smax_fused(const float* x, std::size_t cols, cross_entropy_buffers& b) {
+// Each implementation returns where its dx is (b.dx, or a tensor of PyTorch's).
+const float* smax_fused(const float* x, std::size_t cols, cross_entropy_buffers& b) {
   smax::cross_entropy_with_grad(x, b.targets.data(), batch_rows, cols, cols, b.losses.data(),
                                 b.dx.data());
+  return b.dx.data();
 }
 
-void log_softmax_gather(const float* x, std::size_t cols, cross_entropy_buffers& b) {
+const float* log_softmax_gather(const float* x, std::size_t cols, cross_entropy_buffers& b) {
   smax::log_softmax_rows(x, b.z.data(), batch_rows, cols, cols);
   for (std::size_t r = 0; r < batch_rows; ++r) {
     const std::size_t at = r * cols + static_cast<std::size_t>(b.targets[r]);
@@ -47,9 +56,11 @@ void log_softmax_gather(const float* x, std::size_t cols, cross_entropy_buffers&
   smax::log_softmax_backward_rows(b.z.data(), b.dy.data(), b.dx.data(), batch_rows, cols, cols);
   for (std::size_t r = 0; r < batch_rows; ++r)
     b.dy[r * cols + static_cast<std::size_t>(b.targets[r])] = 0.0f;
+  return b.dx.data();
 }
 
-using cross_entropy_kernel = void (*)(const float*, std::size_t, cross_entropy_buffers&);
+using cross_entropy_kernel =
+    std::function<const float*(const float*, std::size_t, cross_entropy_buffers&)>;
 
 cross_entropy_buffers make_buffers(std::size_t cols, bool baseline) {
   cross_entropy_buffers b;
@@ -64,20 +75,21 @@ cross_entropy_buffers make_buffers(std::size_t cols, bool baseline) {
   return b;
 }
 
-void run_cross_entropy(benchmark::State& state, std::size_t cols, cross_entropy_kernel run) {
+// kernel: the implementation timed; baseline: it needs the log-softmax buffers (z, dy).
+void run_cross_entropy(benchmark::State& state, std::size_t cols, cross_entropy_kernel const& run,
+                       bool is_smax, bool baseline = false) {
   const std::size_t elements = batch_rows * cols;
   buffers in(elements, from_memory(elements));
   in.y.clear();  // dx lives in cross_entropy_buffers
-  const bool baseline = run != smax_fused;
   cross_entropy_buffers b = make_buffers(cols, baseline);
-  cross_entropy_buffers check = make_buffers(cols, !baseline);
-  run(in.in(), cols, b);
-  (baseline ? smax_fused : log_softmax_gather)(in.in(), cols, check);
+  cross_entropy_buffers check = make_buffers(cols, is_smax);
+  const float* dx = run(in.in(), cols, b);
+  const float* want = (is_smax ? log_softmax_gather : smax_fused)(in.in(), cols, check);
   double worst_loss = 0, worst_dx = 0;
   for (std::size_t r = 0; r < batch_rows; ++r)
     worst_loss = std::fmax(worst_loss, std::fabs(b.losses[r] - check.losses[r]) / check.losses[r]);
   for (std::size_t i = 0; i < elements; ++i)
-    worst_dx = std::fmax(worst_dx, std::fabs(b.dx[i] - check.dx[i]));
+    worst_dx = std::fmax(worst_dx, std::fabs(dx[i] - want[i]));
   if (!(worst_loss <= 1e-5 && worst_dx <= 1e-6)) {
     state.SkipWithError(("the two implementations differ: loss " + std::to_string(worst_loss) +
                          ", dx " + std::to_string(worst_dx))
@@ -99,11 +111,30 @@ const bool registered = [] {
   for (std::size_t cols : {std::size_t(32000), std::size_t(128000), std::size_t(256000)}) {
     const std::string label = std::to_string(cols);
     register_benchmark("cross_entropy/smax/" + label,
-                       [=](benchmark::State& s) { run_cross_entropy(s, cols, smax_fused); })
+                       [=](benchmark::State& s) { run_cross_entropy(s, cols, smax_fused, true); })
         ->Unit(benchmark::kMicrosecond);
     register_benchmark("cross_entropy/log_softmax_gather/" + label,
-                       [=](benchmark::State& s) { run_cross_entropy(s, cols, log_softmax_gather); })
+                       [=](benchmark::State& s) {
+                         run_cross_entropy(s, cols, log_softmax_gather, false, true);
+                       })
         ->Unit(benchmark::kMicrosecond);
+#if defined(SMAX_BENCH_HAVE_TORCH)
+    using torch_form = anchors::torch_cross_entropy::form;
+    for (torch_form how : {torch_form::autograd, torch_form::aten_out}) {
+      const std::string name = how == torch_form::autograd ? "pytorch" : "pytorch_aten_out";
+      register_benchmark("cross_entropy/" + name + "/" + label, [=](benchmark::State& s) {
+        auto torch = std::make_shared<anchors::torch_cross_entropy>(batch_rows, cols, how);
+        run_cross_entropy(
+            s, cols,
+            [torch](const float* x, std::size_t, cross_entropy_buffers& b) -> const float* {
+              torch->run(x, b.targets.data(), b.losses.data(), b.dx.data());
+              const float* g = torch->gradient();
+              return g != nullptr ? g : b.dx.data();
+            },
+            false);
+      })->Unit(benchmark::kMicrosecond);
+    }
+#endif
   }
   return true;
 }();

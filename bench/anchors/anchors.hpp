@@ -5,17 +5,18 @@
 // never reach smax's code or another anchor. This header is plain C++17 and includes no
 // third-party header.
 //
-// Availability. The oneDNN, XNNPACK and Eigen anchors are compiled only when CMake finds their
-// package, and then CMake defines SMAX_BENCH_HAVE_ONEDNN / SMAX_BENCH_HAVE_XNNPACK /
-// SMAX_BENCH_HAVE_EIGEN. When a macro is absent, that anchor's class or function is NOT
-// declared, so a driver guards its use with `#if defined(SMAX_BENCH_HAVE_...)`; the
-// `anchor` records below exist in every build and say what was compiled in.
+// Availability. The oneDNN, XNNPACK, Eigen and PyTorch anchors are compiled only when CMake finds
+// their package, and then CMake defines SMAX_BENCH_HAVE_ONEDNN / SMAX_BENCH_HAVE_XNNPACK /
+// SMAX_BENCH_HAVE_EIGEN / SMAX_BENCH_HAVE_TORCH. When a macro is absent, that anchor's class or
+// function is NOT declared, so a driver guards its use with `#if defined(SMAX_BENCH_HAVE_...)`;
+// the softmax `anchor` records below exist in every build and say what was compiled in.
 //
 // Threads. Every anchor runs on the calling thread only. oneDNN (OpenMP runtime in Debian) is
 // limited to one OpenMP thread for the thread that constructs an `onednn_softmax`; see there.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace smax_bench::anchors {
@@ -124,6 +125,37 @@ class xnnpack_softmax {
 /// log     `y = x - x.maxCoeff(); y -= std::log(y.exp().sum());`
 /// (The whole-matrix `.colwise()` broadcast form cannot vectorise Eigen's exp; see eigen.cpp.)
 void eigen_softmax(const float* x, float* y, std::size_t rows, std::size_t cols, bool log);
+#endif
+
+#if defined(SMAX_BENCH_HAVE_TORCH)
+/// PyTorch's cross-entropy (libtorch, Debian's 1.13) on a rows x cols batch of logits with one
+/// int64 target per row, no weights, ignore_index -100, reduction none, forward and backward,
+/// on one thread (at::set_num_threads(1) in the constructor):
+/// - form::autograd: `F.cross_entropy(x, t, reduction=none).backward(ones)` through autograd, as a
+///   training step runs it; the gradient is autograd's own tensor (`gradient()`), allocated by
+///   each call, and `dx` is not written.
+/// - form::aten_out: the ATen operators that F.cross_entropy composes (_log_softmax, nll_loss
+///   forward and backward, _log_softmax_backward_data) into preallocated outputs, `dx` included:
+///   PyTorch's best case from C++.
+class torch_cross_entropy {
+ public:
+  enum class form { autograd, aten_out };
+  torch_cross_entropy(std::size_t rows, std::size_t cols, form how);
+  ~torch_cross_entropy();
+  torch_cross_entropy(torch_cross_entropy&&) noexcept;
+  torch_cross_entropy& operator=(torch_cross_entropy&&) noexcept;
+  torch_cross_entropy(const torch_cross_entropy&) = delete;
+  torch_cross_entropy& operator=(const torch_cross_entropy&) = delete;
+
+  /// losses[r] = logsumexp(x_r) - x_r[t_r]; dx = d(sum of losses)/dx (aten_out only).
+  void run(const float* x, const std::int64_t* targets, float* losses, float* dx);
+  /// The last autograd call's gradient (rows x cols), or nullptr for aten_out.
+  const float* gradient() const;
+
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
+};
 #endif
 
 /// The plain three-pass loop, per row: max; y = expf(x - max) while summing; y *= 1 / sum
