@@ -10,7 +10,8 @@
 // The forms: a row gets the bits of narrow(float rows form(widen(x))) for every family, lengths
 // around the vector widths and the float tile, rows with ld > cols across tiles, NaN, +inf,
 // masked and all-masked rows, zero_masked_rows, in place, float input; softmax and log-softmax
-// rows longer than 65536 entries (by chunks) within one ulp of the output type of that; the tile's
+// rows longer than 65536 entries (by chunks) within one ulp of the output type of that, their
+// second pass (read and written as 16-bit values) bit for bit the float pass narrowed; the tile's
 // allocation failure (NaN rows); empty calls.
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -248,6 +250,82 @@ TYPED_TEST(half_convert_test, bf16_every_value_and_a_sweep_of_floats) {
 TYPED_TEST(half_convert_test, fp16_every_value_and_a_sweep_of_floats) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   check_vector_conversions<typename TypeParam::arch, smax::fp16>();
+}
+
+// Pass 2 of a chunked 16-bit softmax / log-softmax row read and written as 16-bit values
+// (softmax_table::online_normalize on bf16 / fp16): the bits of the float pass on the widened
+// chunk, narrowed, for rows of ordinary values, rows whose outputs are float subnormals (which
+// AVX-512 BF16's conversion would flush), masked entries, temperatures, lengths around the vector
+// widths, every alignment of y (streaming stores from the first aligned vector), in place, FTZ/DAZ
+// set and clear; and false, y untouched, where the float path is needed.
+template <class A, class H>
+void check_fused_normalize() {
+  using table = smax::kernels::softmax_table<A>;
+  using convert = smax::kernels::convert_table<A>;
+  std::mt19937 rng(17);
+  const std::size_t streamed = std::size_t(1) << 40;  // a row_length past any cache: streams
+  for (double spread : {8.0, 200.0})
+    for (std::size_t n : {1, 2, 7, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100, 1000, 8192})
+      for (unsigned flags : {0u, unsigned(smax::kernels::flag_log)})
+        for (float temperature : {1.0f, 0.7f, 3.0f}) {
+          std::uniform_real_distribution<double> u(-spread, 0.0);
+          std::vector<H> x(n + 40);
+          for (auto& v : x) v = H(static_cast<float>(u(rng)));
+          if (n > 5) x[20 % n] = H(-std::numeric_limits<float>::infinity());  // a masked entry
+          for (std::size_t offset : {std::size_t(0), std::size_t(1), std::size_t(3),
+                                     std::size_t(8), std::size_t(13)}) {
+            const H* xr = x.data() + offset;
+            std::vector<float> wide(n), out(n);
+            convert::widen(xr, wide.data(), n);
+            float max = 0;
+            double sum = 0;
+            table::online_reduce(wide.data(), n, temperature, &max, &sum);
+            for (bool ftz : {false, true}) {
+              flush_to_zero mode(ftz);
+              std::vector<H> want(n);
+              table::online_normalize(wide.data(), out.data(), n, temperature, flags, max, sum);
+              convert::narrow(out.data(), want.data(), n);
+              for (std::size_t length : {n, streamed}) {
+                std::vector<H> got(n + 40, H::from_bits(0x1234));
+                ASSERT_TRUE(table::online_normalize(xr, got.data() + offset, n, length,
+                                                    temperature, flags, max, sum));
+                for (std::size_t i = 0; i < n; ++i)
+                  ASSERT_EQ(got[offset + i].to_bits(), want[i].to_bits())
+                      << "n " << n << ", entry " << i << ", offset " << offset << ", spread "
+                      << spread << ", T " << temperature << ", flags " << flags << ", FTZ " << ftz
+                      << (length == n ? "" : ", streamed");
+                for (std::size_t i = 0; i < got.size(); ++i)
+                  if (i < offset || i >= offset + n) ASSERT_EQ(got[i].to_bits(), 0x1234u) << i;
+              }
+              std::vector<H> same(x);
+              ASSERT_TRUE(table::online_normalize(same.data() + offset, same.data() + offset, n,
+                                                  n, temperature, flags, max, sum));
+              for (std::size_t i = 0; i < n; ++i)
+                ASSERT_EQ(same[offset + i].to_bits(), want[i].to_bits()) << "in place, n " << n;
+            }
+          }
+        }
+  // The float path's cases: nothing written, false returned.
+  const std::vector<H> x(40, H(1.0f));
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  struct declined { float temperature, max; };
+  for (declined c : {declined{1.0f, nan}, declined{1.0f, inf}, declined{1.0f, -inf},
+                     declined{0.0f, 1.0f}, declined{-1.0f, 1.0f}, declined{1e37f, 1.0f},
+                     declined{1e-38f, 1.0f}, declined{nan, 1.0f}}) {
+    std::vector<H> y(40, H::from_bits(0x1234));
+    EXPECT_FALSE(table::online_normalize(x.data(), y.data(), 40, 40, c.temperature, 0u, c.max, 1.0))
+        << "T " << c.temperature << ", max " << c.max;
+    for (H v : y) ASSERT_EQ(v.to_bits(), 0x1234u);
+  }
+}
+
+TYPED_TEST(half_convert_test, bf16_softmax_pass_two_equals_the_float_pass) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  check_fused_normalize<typename TypeParam::arch, smax::bf16>();
+}
+TYPED_TEST(half_convert_test, fp16_softmax_pass_two_equals_the_float_pass) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  check_fused_normalize<typename TypeParam::arch, smax::fp16>();
 }
 
 // ---------------------------------------------------------------------------------------------

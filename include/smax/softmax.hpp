@@ -90,6 +90,15 @@ struct softmax_like_family : family_defaults {
                                                 flags(opts), s.max, s.sum);
   }
 
+  // The same for a chunk of a 16-bit row of row_length entries (api/half.hpp), read and written
+  // as 16-bit values; false where the chunk needs normalize_chunk on its widened floats.
+  template <class A, class H>
+  static bool normalize_chunk(A, online_state<float> const& s, const H* x, H* y, std::size_t n,
+                              std::size_t row_length, options const& opts) noexcept {
+    return kernels::softmax_table<A>::online_normalize(
+        x, y, n, row_length, static_cast<float>(opts.temperature), flags(opts), s.max, s.sum);
+  }
+
   template <class A, class T>
   static SMAX_ALWAYS_INLINE void forward(A, const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                          std::size_t rows, std::size_t cols, options const& opts,

@@ -87,8 +87,17 @@ void forward_half_chunks(const In* x, std::size_t ldx, Out* y, std::size_t ldy,
       const float* xc = floats(first, count);
       Dispatch::visit([&](auto a) { s = Family::merge_chunks(s, Family::reduce_chunk(a, xc, count, opts), opts); });
     }
+    // Pass 2 straight from x to y where both are 16-bit (widened and narrowed a vector at a time,
+    // the same bits; past the cache when the row is larger than it).
     for (std::size_t first = 0; first < cols; first += chunk) {
       const std::size_t count = cols - first < chunk ? cols - first : chunk;
+      if constexpr (std::is_same_v<In, Out>) {
+        bool done = false;
+        Dispatch::visit([&](auto a) {
+          done = Family::normalize_chunk(a, s, xr + first, yr + first, count, cols, opts);
+        });
+        if (done) continue;
+      }
       const float* xc = floats(first, count);
       Dispatch::visit([&](auto a) { Family::normalize_chunk(a, s, xc, tile, count, opts); });
       narrow_row<Dispatch>(tile, yr + first, count);

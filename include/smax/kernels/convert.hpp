@@ -182,7 +182,165 @@ __attribute__((target("avx512bf16"))) std::size_t narrow_bf16_avx512(const float
 }
 #endif
 
+// One vector of 16-bit values as floats (exact); fp16 by the hardware where it has it (which
+// quiets a signalling NaN: see map_through_float).
+template <class A, class H>
+SMAX_ALWAYS_INLINE xsimd::batch<float, A> load_widened(const H* p) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+#if defined(__F16C__)
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx2, A>::value &&
+                !std::is_base_of<xsimd::avx512bw, A>::value) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+#endif
+#endif
+  return widen<A>(load_u16<A>(reinterpret_cast<const std::uint16_t*>(p)), static_cast<H*>(nullptr));
+}
+
+// The 16-bit bits of a vector of floats (round to nearest even, as narrow): fp16 by the
+// hardware where it has it (the rounding in the immediate), bf16 by the integer code
+// (vcvtneps2bf16 would flush float subnormals, which a softmax output can be).
+template <class A, class H>
+SMAX_ALWAYS_INLINE lanes<A> narrowed(xsimd::batch<float, A> const& f) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  [[maybe_unused]] constexpr int nearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    return _mm512_cvtepu16_epi32(_mm512_cvtps_ph(f, nearest));
+  }
+#if defined(__F16C__)
+  if constexpr (std::is_same<H, fp16>::value && std::is_base_of<xsimd::avx2, A>::value &&
+                !std::is_base_of<xsimd::avx512bw, A>::value) {
+    return _mm256_cvtepu16_epi32(_mm256_cvtps_ph(f, nearest));
+  }
+#endif
+#endif
+  return narrow<A>(f, static_cast<H*>(nullptr));
+}
+
+// Stores the low 16 bits of each lane to p, aligned to half the register size, past the cache
+// (a plain store where the instruction set has no streaming store of that width).
+template <class A>
+SMAX_ALWAYS_INLINE void store_u16_streaming(std::uint16_t* p, lanes<A> const& v) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_base_of<xsimd::avx512bw, A>::value) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(v));
+    return;
+  } else if constexpr (std::is_base_of<xsimd::avx2, A>::value) {
+    const __m256i packed = _mm256_packus_epi32(v, v);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p),
+                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+    return;
+  }
+#endif
+  store_u16<A>(p, v);
+}
+
+#if defined(SMAX_DETAIL_AVX512_BF16)
+// map_through_float's loop for bf16 on AVX-512 with AVX-512 BF16, from entry i (y + i aligned to
+// 32 bytes when stream) to the last whole vector; returns where it stopped. The results are
+// narrowed by vcvtneps2bf16 (the integer code costs a third of a softmax pass), but a vector
+// holding a float subnormal, which the instruction would flush, by the integer code.
+template <class A, class F>
+__attribute__((target("avx512bf16"))) std::size_t map_to_bf16_avx512(const bf16* x, bf16* y,
+                                                                      std::size_t i, std::size_t n,
+                                                                      F const& f,
+                                                                      bool stream) noexcept {
+  const auto* from = reinterpret_cast<const std::uint16_t*>(x);
+  auto* to = reinterpret_cast<std::uint16_t*>(y);
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), one = _mm512_set1_epi32(1),
+                largest_subnormal = _mm512_set1_epi32(0x007FFFFF);
+  auto results = [&](std::size_t at) SMAX_INLINE_LAMBDA {
+    return f(widen<A>(load_u16<A>(from + at), static_cast<bf16*>(nullptr)));
+  };
+  auto subnormal = [&](__m512 r) SMAX_INLINE_LAMBDA {
+    const __m512i a = _mm512_and_si512(_mm512_castps_si512(r), magnitude);
+    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, one), largest_subnormal);
+  };
+  auto store = [&](std::size_t at, __m256i h) SMAX_INLINE_LAMBDA {
+    if (stream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(to + at), h);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(to + at), h);
+  };
+  for (; i + 32 <= n; i += 32) {
+    const xsimd::batch<float, A> r0 = results(i), r1 = results(i + 16);
+    if ((subnormal(r0) | subnormal(r1)) != 0) {
+      store(i, _mm512_cvtepi32_epi16(narrow<A>(r0, static_cast<bf16*>(nullptr))));
+      store(i + 16, _mm512_cvtepi32_epi16(narrow<A>(r1, static_cast<bf16*>(nullptr))));
+    } else {
+      store(i, (__m256i)_mm512_cvtneps_pbh(r0));
+      store(i + 16, (__m256i)_mm512_cvtneps_pbh(r1));
+    }
+  }
+  return i;
+}
+#endif
+
 }  // namespace convert_detail
+
+// y[i] = H(f(float(x[i]))) for i < n, a vector at a time: the bits of widening x into floats,
+// mapping them by f and narrowing the results, without the float row in between (so a pass over
+// a long 16-bit row reads and writes memory while it computes). x holds no signalling NaN: the
+// hardware's fp16 widening quiets it, which only a NaN's payload would show. With stream, y is
+// written past the cache (streaming stores from its first aligned vector, then a fence), for
+// outputs larger than the last-level cache. x == y is allowed.
+template <class A, class H, class F>
+SMAX_FLATTEN inline void map_through_float(const H* x, H* y, std::size_t n, F const& f,
+                                           bool stream) noexcept {
+  using floats = xsimd::batch<float, A>;
+  constexpr std::size_t width = floats::size;
+  const auto* from = reinterpret_cast<const std::uint16_t*>(x);
+  auto* bits = reinterpret_cast<std::uint16_t*>(y);
+  auto one = [&](std::size_t i) SMAX_INLINE_LAMBDA {
+    return convert_detail::narrowed<A, H>(f(convert_detail::load_widened<A, H>(x + i)));
+  };
+  // count < width entries at i, one value at a time through a padded vector.
+  auto part = [&](std::size_t i, std::size_t count) {
+    alignas(64) float v[width] = {};
+    for (std::size_t k = 0; k < count; ++k)
+      v[k] = std::is_same<H, bf16>::value ? detail::float_from_bf16_bits<A>(from[i + k])
+                                          : detail::float_from_fp16_bits<A>(from[i + k]);
+    f(floats::load_aligned(v)).store_aligned(v);
+    for (std::size_t k = 0; k < count; ++k)
+      bits[i + k] = std::is_same<H, bf16>::value ? detail::bf16_bits_from_float<A>(v[k])
+                                                 : detail::fp16_bits_from_float<A>(v[k]);
+  };
+  std::size_t i = 0;
+  if (stream) {
+    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(bits) % (width * sizeof(H));
+    if (misalignment != 0) {
+      const std::size_t head = (width * sizeof(H) - misalignment) / sizeof(H);
+      i = head < n ? head : n;
+      part(0, i);
+    }
+  }
+#if defined(SMAX_DETAIL_AVX512_BF16)
+  if constexpr (std::is_same<H, bf16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    if (detail::cpu_has_avx512_bf16<A>())
+      i = convert_detail::map_to_bf16_avx512<A>(x, y, i, n, f, stream);
+  }
+#endif
+  if (stream) {
+    for (; i + 2 * width <= n; i += 2 * width) {
+      const auto h0 = one(i), h1 = one(i + width);
+      convert_detail::store_u16_streaming<A>(bits + i, h0);
+      convert_detail::store_u16_streaming<A>(bits + i + width, h1);
+    }
+  }
+  for (; i + 2 * width <= n; i += 2 * width) {
+    const auto h0 = one(i), h1 = one(i + width);
+    convert_detail::store_u16<A>(bits + i, h0);
+    convert_detail::store_u16<A>(bits + i + width, h1);
+  }
+  for (; i + width <= n; i += width) convert_detail::store_u16<A>(bits + i, one(i));
+  if (i < n) part(i, n - i);
+#if defined(__x86_64__) || defined(__i386__)
+  if (stream) _mm_sfence();
+#endif
+}
 
 template <class A>
 struct convert_table {

@@ -13,6 +13,8 @@
 #include <cstddef>
 
 #include "../config.hpp"
+#include "../half.hpp"
+#include "convert.hpp"
 #include "row_driver.hpp"
 #include "softmax_backward.hpp"
 #include "softmax_online.hpp"
@@ -70,6 +72,15 @@ struct softmax_table {
                                unsigned flags, float max, double sum) noexcept;
   static void online_normalize(const double* x, double* y, std::size_t n, double temperature,
                                unsigned flags, double max, double sum) noexcept;
+  // Pass 2 for one chunk of a 16-bit row of row_length entries, computed in float: the bits of
+  // the float pass 2 on the widened chunk, rounded to the 16-bit type, with no float row in
+  // between (the pass reads and writes memory while it computes; past the cache when the row is
+  // larger than it). Returns false, having written nothing, where the float path is needed (a
+  // NaN, +inf or masked row, a temperature outside the vector kernels' range).
+  static bool online_normalize(const bf16* x, bf16* y, std::size_t n, std::size_t row_length,
+                               float temperature, unsigned flags, float max, double sum) noexcept;
+  static bool online_normalize(const fp16* x, fp16* y, std::size_t n, std::size_t row_length,
+                               float temperature, unsigned flags, float max, double sum) noexcept;
 };
 
 namespace detail {
@@ -267,6 +278,29 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     online_normalize_row<A, T, false>(x, y, n, s, p);
 }
 
+template <class A, class H>
+inline bool online_normalize_half(const H* x, H* y, std::size_t n, std::size_t row_length,
+                                  float temperature, unsigned flags, float max,
+                                  double sum) noexcept {
+  using T = float;
+  const row_params<T> p{T(1) / temperature, (flags & flag_log) != 0,
+                        (flags & flag_zero_masked_rows) != 0};
+  // The cases online_normalize takes off the vector path.
+  if (!valid_temperature<A>(temperature) || primitives::is_nan(max) ||
+      primitives::is_pos_inf(max) || primitives::is_neg_inf(max) ||
+      p.inv_temperature < wide_range_inv_temperature<T> ||
+      p.inv_temperature > huge_inv_temperature<T>)
+    return false;
+  const online_partial<T> s{max, sum};
+  const bool stream = primitives::should_stream<A, H>(row_length);
+  auto write = [&](auto const& f) { map_through_float<A>(x, y, n, f, stream); };
+  if (p.inv_temperature != T(1))
+    with_online_normalizer<A, T, true>(s, p, write);
+  else
+    with_online_normalizer<A, T, false>(s, p, write);
+  return true;
+}
+
 }  // namespace detail
 
 template <class A>
@@ -313,6 +347,19 @@ void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t 
                                         double temperature, unsigned flags, double max,
                                         double sum) noexcept {
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
+}
+
+template <class A>
+bool softmax_table<A>::online_normalize(const bf16* x, bf16* y, std::size_t n,
+                                        std::size_t row_length, float temperature, unsigned flags,
+                                        float max, double sum) noexcept {
+  return detail::online_normalize_half<A>(x, y, n, row_length, temperature, flags, max, sum);
+}
+template <class A>
+bool softmax_table<A>::online_normalize(const fp16* x, fp16* y, std::size_t n,
+                                        std::size_t row_length, float temperature, unsigned flags,
+                                        float max, double sum) noexcept {
+  return detail::online_normalize_half<A>(x, y, n, row_length, temperature, flags, max, sum);
 }
 
 }  // namespace kernels

@@ -98,28 +98,39 @@ inline std::size_t online_prefetch_distance(std::size_t n) noexcept {
   return n * sizeof(T) > (std::size_t(1) << 20) ? 8192 / sizeof(T) : 0;
 }
 
-// Pass 2: y = exp((x - max)/T)/sum, or (x - max)/T - log sum.
-template <class A, class T, bool Scaled>
-inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial<T> const& s,
-                                 row_params<T> const& p) noexcept {
+// Pass 2's map: calls write(f) with f(v) = exp((v - max)/T)/sum, or (v - max)/T - log sum, on a
+// batch v (the pass itself is the caller's: over a float row below, over a 16-bit one in
+// softmax.hpp).
+template <class A, class T, bool Scaled, class Write>
+inline void with_online_normalizer(online_partial<T> const& s, row_params<T> const& p,
+                                   Write const& write) noexcept {
   using batch = xsimd::batch<T, A>;
   if (p.log) {
-    write_log_softmax<A>(x, y, n, s.max, p.inv_temperature,
-                         primitives::log_of_row_sum<A, T>(s.sum));
+    with_log_softmax_value<A>(s.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s.sum),
+                              write);
     return;
   }
-  const std::size_t ahead = online_prefetch_distance<A, T>(n);
   const primitives::log_shift max_shift =
       primitives::product_shift(s.max, Scaled ? p.inv_temperature : T(1));
   primitives::with_shifted_exp<A, T, Scaled>(s.max, s.min, p.inv_temperature, [&](auto const& e) {
     // s.sum is relative to max·s, the values to σ.
     const primitives::normalizer<A, T> c(
         1.0, s.sum * primitives::exp_of_difference(max_shift, e.shift()));
-    auto normalized = [&](batch const& v) { return c(e(v)); };
+    write([&](batch const& v) SMAX_INLINE_LAMBDA { return c(e(v)); });
+  });
+}
+
+// Pass 2: y = exp((x - max)/T)/sum, or (x - max)/T - log sum.
+template <class A, class T, bool Scaled>
+inline void online_normalize_row(const T* x, T* y, std::size_t n, online_partial<T> const& s,
+                                 row_params<T> const& p) noexcept {
+  // (Log-softmax's pass without the prefetch, as write_log_softmax.)
+  const std::size_t ahead = p.log ? 0 : online_prefetch_distance<A, T>(n);
+  with_online_normalizer<A, T, Scaled>(s, p, [&](auto const& f) {
     if (primitives::should_stream<A, T>(n))
-      primitives::map_streaming<A>(x, y, n, normalized, ahead);
+      primitives::map_streaming<A>(x, y, n, f, ahead);
     else
-      primitives::map<A>(x, y, n, normalized, ahead);
+      primitives::map<A>(x, y, n, f, ahead);
   });
 }
 
