@@ -57,17 +57,26 @@ SMAX_ALWAYS_INLINE lanes<A> load_u16(const std::uint16_t* p) noexcept {
   return lanes<A>::load_aligned(v);
 }
 
-// Stores the low 16 bits of each lane (every lane holds a value in [0, 0xFFFF]).
-template <class A>
+// Stores the low 16 bits of each lane (every lane holds a value in [0, 0xFFFF]). Streaming: past
+// the cache, p aligned to half the register size (a plain store where the instruction set has no
+// streaming store of that width).
+template <class A, bool Streaming = false>
 SMAX_ALWAYS_INLINE void store_u16(std::uint16_t* p, lanes<A> const& v) noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   if constexpr (std::is_base_of<xsimd::avx512bw, A>::value) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(v));
+    const __m256i packed = _mm512_cvtepi32_epi16(v);
+    if constexpr (Streaming)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), packed);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
     return;
   } else if constexpr (std::is_base_of<xsimd::avx2, A>::value) {
     const __m256i packed = _mm256_packus_epi32(v, v);  // per 128-bit half: a0..a3 a0..a3
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+    const __m128i low = _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+    if constexpr (Streaming)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p), low);
+    else
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), low);
     return;
   } else if constexpr (std::is_base_of<xsimd::sse2, A>::value && lanes<A>::size == 4) {
     // SSE2 has no unsigned 32-to-16 pack: sign-extend the low halves, then a signed pack keeps
@@ -220,34 +229,16 @@ SMAX_ALWAYS_INLINE lanes<A> narrowed(xsimd::batch<float, A> const& f) noexcept {
   return narrow<A>(f, static_cast<H*>(nullptr));
 }
 
-// Stores the low 16 bits of each lane to p, aligned to half the register size, past the cache
-// (a plain store where the instruction set has no streaming store of that width).
-template <class A>
-SMAX_ALWAYS_INLINE void store_u16_streaming(std::uint16_t* p, lanes<A> const& v) noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  if constexpr (std::is_base_of<xsimd::avx512bw, A>::value) {
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(v));
-    return;
-  } else if constexpr (std::is_base_of<xsimd::avx2, A>::value) {
-    const __m256i packed = _mm256_packus_epi32(v, v);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(p),
-                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
-    return;
-  }
-#endif
-  store_u16<A>(p, v);
-}
-
 #if defined(SMAX_DETAIL_AVX512_BF16)
 // map_through_float's loop for bf16 on AVX-512 with AVX-512 BF16, from entry i (y + i aligned to
-// 32 bytes when stream) to the last whole vector; returns where it stopped. The results are
-// narrowed by vcvtneps2bf16 (the integer code costs a third of a softmax pass), but a vector
-// holding a float subnormal, which the instruction would flush, by the integer code.
+// 32 bytes when stream) to the last whole pair of vectors; returns where it stopped. The results
+// are narrowed by vcvtneps2bf16 (in a softmax pass the integer rounding took as long as the rest
+// of the pass), but a pair of vectors holding a float subnormal, which the instruction would
+// flush, by the integer code. Never inlined: clang's flatten (map_through_float) would inline it
+// into a caller without the target and then fail to select the instruction (clang 14 crashes).
 template <class A, class F>
-__attribute__((target("avx512bf16"))) std::size_t map_to_bf16_avx512(const bf16* x, bf16* y,
-                                                                      std::size_t i, std::size_t n,
-                                                                      F const& f,
-                                                                      bool stream) noexcept {
+__attribute__((target("avx512bf16"), noinline)) std::size_t map_to_bf16_avx512(
+    const bf16* x, bf16* y, std::size_t i, std::size_t n, F const& f, bool stream) noexcept {
   const auto* from = reinterpret_cast<const std::uint16_t*>(x);
   auto* to = reinterpret_cast<std::uint16_t*>(y);
   const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), one = _mm512_set1_epi32(1),
@@ -326,8 +317,8 @@ SMAX_FLATTEN inline void map_through_float(const H* x, H* y, std::size_t n, F co
   if (stream) {
     for (; i + 2 * width <= n; i += 2 * width) {
       const auto h0 = one(i), h1 = one(i + width);
-      convert_detail::store_u16_streaming<A>(bits + i, h0);
-      convert_detail::store_u16_streaming<A>(bits + i + width, h1);
+      convert_detail::store_u16<A, true>(bits + i, h0);
+      convert_detail::store_u16<A, true>(bits + i + width, h1);
     }
   }
   for (; i + 2 * width <= n; i += 2 * width) {

@@ -294,10 +294,11 @@ inline bool online_normalize_half(const H* x, H* y, std::size_t n, std::size_t r
   const online_partial<T> s{max, sum};
   const bool stream = primitives::should_stream<A, H>(row_length);
   auto write = [&](auto const& f) { map_through_float<A>(x, y, n, f, stream); };
+  // (s.min is -inf, as the float pass's chunks have it.)
   if (p.inv_temperature != T(1))
-    with_online_normalizer<A, T, true>(s, p, write);
+    with_online_normalizer<A, T, true, true>(s, p, write);
   else
-    with_online_normalizer<A, T, false>(s, p, write);
+    with_online_normalizer<A, T, false, true>(s, p, write);
   return true;
 }
 

@@ -100,8 +100,9 @@ inline std::size_t online_prefetch_distance(std::size_t n) noexcept {
 
 // Pass 2's map: calls write(f) with f(v) = exp((v - max)/T)/sum, or (v - max)/T - log sum, on a
 // batch v (the pass itself is the caller's: over a float row below, over a 16-bit one in
-// softmax.hpp).
-template <class A, class T, bool Scaled, class Write>
+// softmax.hpp). AnyMin: s.min is -inf (a chunk of a merged state), which lets fewer functors be
+// instantiated (with_shifted_exp_of_any_row: the same choice).
+template <class A, class T, bool Scaled, bool AnyMin = false, class Write>
 inline void with_online_normalizer(online_partial<T> const& s, row_params<T> const& p,
                                    Write const& write) noexcept {
   using batch = xsimd::batch<T, A>;
@@ -112,12 +113,16 @@ inline void with_online_normalizer(online_partial<T> const& s, row_params<T> con
   }
   const primitives::log_shift max_shift =
       primitives::product_shift(s.max, Scaled ? p.inv_temperature : T(1));
-  primitives::with_shifted_exp<A, T, Scaled>(s.max, s.min, p.inv_temperature, [&](auto const& e) {
+  auto normalize = [&](auto const& e) {
     // s.sum is relative to max·s, the values to σ.
     const primitives::normalizer<A, T> c(
         1.0, s.sum * primitives::exp_of_difference(max_shift, e.shift()));
     write([&](batch const& v) SMAX_INLINE_LAMBDA { return c(e(v)); });
-  });
+  };
+  if constexpr (AnyMin)
+    primitives::with_shifted_exp_of_any_row<A, T, Scaled>(s.max, p.inv_temperature, normalize);
+  else
+    primitives::with_shifted_exp<A, T, Scaled>(s.max, s.min, p.inv_temperature, normalize);
 }
 
 // Pass 2: y = exp((x - max)/T)/sum, or (x - max)/T - log sum.

@@ -323,6 +323,21 @@ inline decltype(auto) with_shifted_exp(T max, T min, T inv_t, F&& f) {
   return with_exp_minus_max<A, T, Scaled>(max, min, inv_t, std::forward<F>(f));
 }
 
+// with_shifted_exp for a row whose minimum is not known (min = -inf, as a chunk normalised by a
+// merged online state): the same choice, without instantiating the functors it cannot choose
+// there (every value may underflow; x - max is never known to be exact), for callers that
+// instantiate a long loop per functor.
+template <class A, class T, bool Scaled, class F>
+inline decltype(auto) with_shifted_exp_of_any_row(T max, T inv_t, F&& f) {
+  if constexpr (has_power_of_two_shift<A, Scaled>) {
+    if (uses_power_of_two_shift<A, T, Scaled>(max, inv_t))
+      return f(exp_minus_shift<A, T, Scaled, true>(max, inv_t));
+  }
+  if (choose_difference_error(max, -T(__builtin_huge_val())) == difference_error::x_larger)
+    return f(exp_minus_max<A, T, Scaled, difference_error::x_larger, true>(max, inv_t));
+  return f(exp_minus_max<A, T, Scaled, difference_error::two_sum, true>(max, inv_t));
+}
+
 // Short rows (a register_row of Count registers), whose minimum is not known and whose latency
 // counts: exp_minus_shift from two registers up, for unscaled rows in its range; otherwise
 // exp_minus_max in TwoSum's form. A one-register row gains nothing from the shift (its exp is
