@@ -170,11 +170,10 @@ SMAX_ALWAYS_INLINE lanes<A> narrow(xsimd::batch<float, A> const& f, fp16*) noexc
 // holding one is converted again by the integer code (checked on the whole row at once, which
 // costs a tenth of the conversion; a branch per vector cost half again). Returns how many floats
 // it converted: n rounded down to 16, or 0 when the row holds a subnormal. Its own function
-// because the instruction needs its target attribute.
+// because the instruction needs its target attribute; never inlined, as map_to_bf16_avx512.
 template <class A>
-__attribute__((target("avx512bf16"))) std::size_t narrow_bf16_avx512(const float* from,
-                                                                       std::uint16_t* to,
-                                                                       std::size_t n) noexcept {
+__attribute__((target("avx512bf16"), noinline)) std::size_t narrow_bf16_avx512(
+    const float* from, std::uint16_t* to, std::size_t n) noexcept {
   // Subnormal: |f| in [1, 0x7FFFFF] as bits, i.e. (|f| - 1) < 0x7FFFFF unsigned, on the bits
   // (vfpclassps would see zero under DAZ).
   const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), one = _mm512_set1_epi32(1),
@@ -271,67 +270,6 @@ __attribute__((target("avx512bf16"), noinline)) std::size_t map_to_bf16_avx512(
 #endif
 
 }  // namespace convert_detail
-
-// y[i] = H(f(float(x[i]))) for i < n, a vector at a time: the bits of widening x into floats,
-// mapping them by f and narrowing the results, without the float row in between (so a pass over
-// a long 16-bit row reads and writes memory while it computes). x holds no signalling NaN: the
-// hardware's fp16 widening quiets it, which only a NaN's payload would show. With stream, y is
-// written past the cache (streaming stores from its first aligned vector, then a fence), for
-// outputs larger than the last-level cache. x == y is allowed.
-template <class A, class H, class F>
-SMAX_FLATTEN inline void map_through_float(const H* x, H* y, std::size_t n, F const& f,
-                                           bool stream) noexcept {
-  using floats = xsimd::batch<float, A>;
-  constexpr std::size_t width = floats::size;
-  const auto* from = reinterpret_cast<const std::uint16_t*>(x);
-  auto* bits = reinterpret_cast<std::uint16_t*>(y);
-  auto one = [&](std::size_t i) SMAX_INLINE_LAMBDA {
-    return convert_detail::narrowed<A, H>(f(convert_detail::load_widened<A, H>(x + i)));
-  };
-  // count < width entries at i, one value at a time through a padded vector.
-  auto part = [&](std::size_t i, std::size_t count) {
-    alignas(64) float v[width] = {};
-    for (std::size_t k = 0; k < count; ++k)
-      v[k] = std::is_same<H, bf16>::value ? detail::float_from_bf16_bits<A>(from[i + k])
-                                          : detail::float_from_fp16_bits<A>(from[i + k]);
-    f(floats::load_aligned(v)).store_aligned(v);
-    for (std::size_t k = 0; k < count; ++k)
-      bits[i + k] = std::is_same<H, bf16>::value ? detail::bf16_bits_from_float<A>(v[k])
-                                                 : detail::fp16_bits_from_float<A>(v[k]);
-  };
-  std::size_t i = 0;
-  if (stream) {
-    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(bits) % (width * sizeof(H));
-    if (misalignment != 0) {
-      const std::size_t head = (width * sizeof(H) - misalignment) / sizeof(H);
-      i = head < n ? head : n;
-      part(0, i);
-    }
-  }
-#if defined(SMAX_DETAIL_AVX512_BF16)
-  if constexpr (std::is_same<H, bf16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
-    if (detail::cpu_has_avx512_bf16<A>())
-      i = convert_detail::map_to_bf16_avx512<A>(x, y, i, n, f, stream);
-  }
-#endif
-  if (stream) {
-    for (; i + 2 * width <= n; i += 2 * width) {
-      const auto h0 = one(i), h1 = one(i + width);
-      convert_detail::store_u16<A, true>(bits + i, h0);
-      convert_detail::store_u16<A, true>(bits + i + width, h1);
-    }
-  }
-  for (; i + 2 * width <= n; i += 2 * width) {
-    const auto h0 = one(i), h1 = one(i + width);
-    convert_detail::store_u16<A>(bits + i, h0);
-    convert_detail::store_u16<A>(bits + i + width, h1);
-  }
-  for (; i + width <= n; i += width) convert_detail::store_u16<A>(bits + i, one(i));
-  if (i < n) part(i, n - i);
-#if defined(__x86_64__) || defined(__i386__)
-  if (stream) _mm_sfence();
-#endif
-}
 
 template <class A>
 struct convert_table {
@@ -449,6 +387,61 @@ void convert_table<A>::narrow(const float* from, bf16* to, std::size_t n) noexce
 template <class A>
 void convert_table<A>::narrow(const float* from, fp16* to, std::size_t n) noexcept {
   narrow_row(from, to, n);
+}
+
+// y[i] = H(f(float(x[i]))) for i < n, a vector at a time: the bits of widening x into floats,
+// mapping them by f and narrowing the results, without the float row in between (so a pass over
+// a long 16-bit row reads and writes memory while it computes). x holds no signalling NaN: the
+// hardware's fp16 widening quiets it, which only a NaN's payload would show. With stream, y is
+// written past the cache (streaming stores from its first aligned vector, then a fence), for
+// outputs larger than the last-level cache. x == y is allowed.
+template <class A, class H, class F>
+SMAX_FLATTEN inline void map_through_float(const H* x, H* y, std::size_t n, F const& f,
+                                           bool stream) noexcept {
+  using floats = xsimd::batch<float, A>;
+  constexpr std::size_t width = floats::size;
+  auto* bits = reinterpret_cast<std::uint16_t*>(y);
+  auto one = [&](std::size_t i) SMAX_INLINE_LAMBDA {
+    return convert_detail::narrowed<A, H>(f(convert_detail::load_widened<A, H>(x + i)));
+  };
+  auto store = [&](std::size_t i, convert_detail::lanes<A> const& h) SMAX_INLINE_LAMBDA {
+    if (stream)
+      convert_detail::store_u16<A, true>(bits + i, h);
+    else
+      convert_detail::store_u16<A>(bits + i, h);
+  };
+  // count < width entries at i through a padded vector, by the row conversions.
+  auto part = [&](std::size_t i, std::size_t count) {
+    alignas(64) float v[width] = {};
+    convert_table<A>::widen(x + i, v, count);
+    f(floats::load_aligned(v)).store_aligned(v);
+    convert_table<A>::narrow(v, y + i, count);
+  };
+  std::size_t i = 0;
+  if (stream) {
+    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(bits) % (width * sizeof(H));
+    if (misalignment != 0) {
+      const std::size_t head = (width * sizeof(H) - misalignment) / sizeof(H);
+      i = head < n ? head : n;
+      part(0, i);
+    }
+  }
+#if defined(SMAX_DETAIL_AVX512_BF16)
+  if constexpr (std::is_same<H, bf16>::value && std::is_base_of<xsimd::avx512bw, A>::value) {
+    if (detail::cpu_has_avx512_bf16<A>())
+      i = convert_detail::map_to_bf16_avx512<A>(x, y, i, n, f, stream);
+  }
+#endif
+  for (; i + 2 * width <= n; i += 2 * width) {
+    const auto h0 = one(i), h1 = one(i + width);
+    store(i, h0);
+    store(i + width, h1);
+  }
+  for (; i + width <= n; i += width) store(i, one(i));
+  if (i < n) part(i, n - i);
+#if defined(__x86_64__) || defined(__i386__)
+  if (stream) _mm_sfence();
+#endif
 }
 
 }  // namespace kernels
