@@ -1,7 +1,8 @@
 // Differential fuzzer of the softmax family (smax/softmax.hpp, log_softmax.hpp, online.hpp):
 // softmax and log-softmax with every algorithm (three-pass, blocked three-pass, online, two-pass,
 // the automatic choice), the online state (reduce chunks, merge in either order, normalise each
-// chunk), and both backward passes, on every instruction set, against the long-double reference.
+// chunk), both backward passes, and the axis kernel (float columns: softmax_table::forward_axis),
+// on every instruction set, against the long-double reference.
 //
 // Bounds, as the README and softmax.hpp state them: softmax relative error <= 1e-6 (double
 // 1e-14) for outputs >= the smallest normal, plus |x - m|/T·2^-22 (double 1e-14) when T != 1;
@@ -119,6 +120,7 @@ void run(reader& in) {
   std::vector<std::uint8_t> cuts(4);
   for (auto& c : cuts) c = in.byte();
   const bool reverse_merge = in.byte() & 1;
+  const std::size_t copies_of_rows = 1 + in.byte() % 24;  // the axis kernel's columns, below
   const smax::softmax_options opts{static_cast<double>(temperature), zero_masked_rows};
 
   for_each_arch([&](auto arch) {
@@ -190,6 +192,50 @@ void run(reader& in) {
                         false);
     }
   });
+
+  // The axis kernel (softmax_table::forward_axis, float): the rows, repeated copies_of_rows
+  // times, as the columns of a cols × width block (width up to 128, rows width + ld - cols
+  // apart, in place or not); each column against the reference of its row. Where the kernel
+  // passes the block back to the rows form, it must have written nothing.
+  if constexpr (std::is_same_v<T, float>) {
+    const std::size_t width =
+        std::min<std::size_t>(s.rows * copies_of_rows, smax::kernels::axis_max_columns);
+    const std::size_t n = s.cols, stride = width + (s.ld - s.cols);
+    std::vector<float> block(n * stride, canary<float>);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < width; ++j) block[i * stride + j] = x[(j % s.rows) * s.ld + i];
+    if (n > 0)
+      for_each_arch([&](auto arch) {
+        using table = smax::kernels::softmax_table<decltype(arch)>;
+        for (bool log : {false, true}) {
+          describe("%s, float, %s_axis kernel, n %zu, width %zu, stride %zu, %s, T = %.9g, "
+                   "zero_masked_rows %d",
+                   decltype(arch)::name(), log ? "log_softmax" : "softmax", n, width, stride,
+                   s.in_place ? "in place" : "out of place", static_cast<double>(temperature),
+                   zero_masked_rows);
+          std::vector<float> y = s.in_place ? block : std::vector<float>(block.size(), canary<float>);
+          const float* input = s.in_place ? y.data() : block.data();
+          const bool done =
+              table::forward_axis(input, y.data(), n, stride, width, temperature,
+                                  (log ? smax::kernels::flag_log : 0u) | flags_zero);
+          for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = done ? width : 0; j < stride; ++j) {
+              const float want = s.in_place ? block[i * stride + j] : canary<float>;
+              if (!same_bits_or_both_nan(y[i * stride + j], want))
+                fail(x.data(), s.cols, i, y[i * stride + j], want, 0,
+                     done ? "the axis kernel wrote beside its columns"
+                          : "the axis kernel wrote a block it passed back");
+            }
+          if (!done) continue;
+          std::vector<float> column(n);
+          for (std::size_t j = 0; j < width; ++j) {
+            for (std::size_t i = 0; i < n; ++i) column[i] = y[i * stride + j];
+            check_forward_row(x.data() + (j % s.rows) * s.ld, column.data(), n, log, temperature,
+                              zero_masked_rows, algorithm_id::automatic);
+          }
+        }
+      });
+  }
 
   // The public header-only calls (this translation unit's instruction set) give the same bits as
   // that instruction set's table.

@@ -295,7 +295,9 @@ void check_fused_normalize() {
                       << spread << ", T " << temperature << ", flags " << flags << ", FTZ " << ftz
                       << (length == n ? "" : ", streamed");
                 for (std::size_t i = 0; i < got.size(); ++i)
-                  if (i < offset || i >= offset + n) ASSERT_EQ(got[i].to_bits(), 0x1234u) << i;
+                  if (i < offset || i >= offset + n) {
+                    ASSERT_EQ(got[i].to_bits(), 0x1234u) << i;
+                  }
               }
               std::vector<H> same(x);
               ASSERT_TRUE(table::online_normalize(same.data() + offset, same.data() + offset, n,

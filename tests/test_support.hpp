@@ -194,18 +194,15 @@ const std::vector<long double>& cached_softmax_reference(std::vector<T> const& x
   return last.ref;
 }
 
-// Checks one row against the long-double reference with the bounds the public doc comments
-// state: softmax relative 1e-6 (float) / 1e-14 (double) for outputs >= the smallest normal, plus
-// |x - m|/T·2^-22 when T != 1; log-softmax |error| <= 2^-22·(|z| + 1 + log n) (float) /
-// 1e-14·(|z| + 1 + log n) (double). Reports the first mismatch and how many there were.
-template <class C, class T>
-::testing::AssertionResult matches_reference(algorithm_id algorithm, bool log,
-                                             std::vector<T> const& x, T temperature = 1,
-                                             bool zero_masked_rows = false) {
+// Checks the output y of one row x against the long-double reference with the bounds the public
+// doc comments state: softmax relative 1e-6 (float) / 1e-14 (double) for outputs >= the smallest
+// normal, plus |x - m|/T·2^-22 when T != 1; log-softmax |error| <= 2^-22·(|z| + 1 + log n)
+// (float) / 1e-14·(|z| + 1 + log n) (double). Reports the first mismatch and how many there were.
+template <class T>
+::testing::AssertionResult output_matches_reference(std::vector<T> const& x, const T* y, bool log,
+                                                    T temperature = 1,
+                                                    bool zero_masked_rows = false) {
   const std::size_t n = x.size();
-  std::vector<T> y(n + 1, T(-7));  // one guard element past the end
-  forward<C>(algorithm, log, x.data(), y.data(), n, temperature, zero_masked_rows);
-  if (y[n] != T(-7)) return ::testing::AssertionFailure() << "wrote past the end";
   const auto& ref = cached_softmax_reference(x, log, temperature, zero_masked_rows);
   long double m = -HUGE_VALL;
   for (T v : x) m = v > m ? v : m;
@@ -227,8 +224,23 @@ template <class C, class T>
     if (!r && failures++ == 0) first = r;
   }
   if (failures == 0) return ::testing::AssertionSuccess();
-  return first << " [" << failures << " of " << n << " outputs out of bound; " << name_of(algorithm)
-               << (log ? ", log" : "") << ", n = " << n << "]";
+  return first << " [" << failures << " of " << n << " outputs out of bound" << (log ? ", log" : "")
+               << ", n = " << n << "]";
+}
+
+// The same for the forward kernel of configuration C with the given algorithm on x.
+template <class C, class T>
+::testing::AssertionResult matches_reference(algorithm_id algorithm, bool log,
+                                             std::vector<T> const& x, T temperature = 1,
+                                             bool zero_masked_rows = false) {
+  const std::size_t n = x.size();
+  std::vector<T> y(n + 1, T(-7));  // one guard element past the end
+  forward<C>(algorithm, log, x.data(), y.data(), n, temperature, zero_masked_rows);
+  if (y[n] != T(-7)) return ::testing::AssertionFailure() << "wrote past the end";
+  ::testing::AssertionResult r =
+      output_matches_reference(x, y.data(), log, temperature, zero_masked_rows);
+  if (!r) r << " [" << name_of(algorithm) << "]";
+  return r;
 }
 
 // A `_rows` backward against its single-row form: batched(dx) writes all rows of a rows × cols

@@ -2,16 +2,20 @@
 // Any axis: a family over the middle axis of a row-major outer × n × inner tensor,
 // y[o, :, j] = family(x[o, :, j]) for every o < outer and j < inner (the `_axis` forms that
 // SMAX_FAMILY stamps; docs/axis.md). A call with inner = 1 is the rows form on outer rows of n.
-// Otherwise the columns are normalised a tile at a time: up to one cache line of columns of one
-// outer slice (16 floats, 8 doubles) gathered into rows of n, the family's rows form run on
-// them, the results scattered back. Every column therefore gets the bits of the rows form on
-// that column, whatever the family, with its bounds, edge rules and options (zero_masked_rows
-// included); x == y is allowed.
+// Otherwise the columns are normalised a tile at a time. A family with a native kernel on the
+// element type (Family::axis_kernel<T>: softmax and log-softmax on float) takes tiles of up to
+// Family::axis_columns columns of one outer slice and normalises them where they lie, reading
+// the slice in row order; a tile it passes back (a column with a NaN, +inf or only -inf, an
+// extreme temperature) goes the other way. The other way, every other family's: up to one cache
+// line of columns (16 floats, 8 doubles) gathered into rows of n, the family's rows form run on
+// them, the results scattered back, so those columns get the bits of the rows form on that
+// column, with its bounds, edge rules and options (zero_masked_rows included). The native
+// kernel keeps the family's bounds and edge rules. x == y is allowed.
 //
-// The tiles live in a per-thread buffer (primitives::scratch under its own tag, apart from the
-// kernels' buffer, which a family's kernel may take while a tile is held). When it cannot be
-// allocated, every column of the call (of the task, on an executor) is NaN, as the kernels with
-// scratch buffers document for their rows; a family that reports rows reports none of them.
+// The gathered tiles live in a per-thread buffer (primitives::scratch under its own tag, apart
+// from the kernels' buffer, which a family's kernel may take while a tile is held). When it
+// cannot be allocated, the columns that needed it are NaN, as the kernels with scratch buffers
+// document for their rows; a family that reports rows reports none of them.
 // (Included by entry.hpp after the entry it calls, api::forward.)
 
 #include <atomic>
@@ -75,32 +79,67 @@ inline void copy_transposed(const T* from, std::size_t from_ld, T* to, std::size
       to[c * to_ld + i] = from[i * from_ld + c];
 }
 
+// Columns [0, width) of one outer slice (x and y at the slice's first column, rows `inner`
+// apart) through the family's rows form: tiles of plan_axis_tiles(n, width) columns gathered
+// into rows, normalised, scattered back. NaN columns where the tile buffer cannot be allocated.
+// Returns the number of columns reported.
+template <class Family, class Dispatch, class T>
+std::size_t gather_columns(const T* xs, T* ys, std::size_t n, std::size_t inner, std::size_t width,
+                           typename Family::options const& opts) noexcept {
+  const axis_tiling tiling = plan_axis_tiles(n, width, sizeof(T));
+  const std::size_t b = tiling.columns, ld = tiling.ld;
+  T* rows = b * ld <= ~std::size_t(0) / 2 ? primitives::scratch<axis_tiles, T>(2 * b * ld) : nullptr;
+  if (rows == nullptr) {
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < width; ++c) ys[i * inner + c] = T(__builtin_nan(""));
+    return 0;
+  }
+  T* results = rows + b * ld;
+  std::size_t reported = 0;
+  for (std::size_t j0 = 0; j0 < width; j0 += b) {
+    const std::size_t w = width - j0 < b ? width - j0 : b;
+    copy_transposed(xs + j0, inner, rows, ld, n, w);
+    if constexpr (Family::reports_rows)
+      reported += forward<Family, Dispatch>(rows, ld, results, ld, w, n, opts);
+    else
+      forward<Family, Dispatch>(rows, ld, results, ld, w, n, opts);
+    copy_transposed(results, ld, ys + j0, inner, w, n);
+  }
+  return reported;
+}
+
+// The tiles of a call: for a family with a native kernel on T (Family::axis_kernel<T>), up to
+// Family::axis_columns columns of a slice whatever n (the kernel streams through the slice's rows);
+// otherwise plan_axis_tiles. A function of the shape only.
+template <class Family, class T>
+constexpr axis_tiling plan_tiles(std::size_t n, std::size_t inner) noexcept {
+  if constexpr (Family::template axis_kernel<T>) {
+    const std::size_t columns = inner < Family::axis_columns ? inner : Family::axis_columns;
+    return {columns, (inner + columns - 1) / columns, 0};
+  } else {
+    return plan_axis_tiles(n, inner, sizeof(T));
+  }
+}
+
 // Tiles [first, first + count) of a call (tile t: outer slice t / per_slice, columns from
-// (t % per_slice)·columns), single-threaded; returns the number of columns reported.
+// (t % per_slice)·columns), single-threaded; returns the number of columns reported. A tile the
+// native kernel passes back (a special column among its columns) takes the rows form.
 template <class Family, class Dispatch, class T>
 std::size_t forward_axis_tiles(const T* x, T* y, std::size_t n, std::size_t inner,
                                typename Family::options const& opts, axis_tiling tiling,
                                std::size_t first, std::size_t count) noexcept {
-  const std::size_t b = tiling.columns, ld = tiling.ld;
-  T* rows = b * ld <= ~std::size_t(0) / 2 ? primitives::scratch<axis_tiles, T>(2 * b * ld) : nullptr;
+  const std::size_t b = tiling.columns;
   std::size_t reported = 0;
   for (std::size_t t = first; t < first + count; ++t) {
     const std::size_t o = t / tiling.per_slice, j0 = (t % tiling.per_slice) * b;
     const std::size_t w = inner - j0 < b ? inner - j0 : b;
     const T* xs = x + o * n * inner + j0;
     T* ys = y + o * n * inner + j0;
-    if (rows == nullptr) {
-      for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t c = 0; c < w; ++c) ys[i * inner + c] = T(__builtin_nan(""));
-      continue;
+    if constexpr (Family::template axis_kernel<T>) {
+      if (Dispatch::visit([&](auto a) { return Family::forward_axis(a, xs, ys, n, inner, w, opts); }))
+        continue;
     }
-    T* results = rows + b * ld;
-    copy_transposed(xs, inner, rows, ld, n, w);
-    if constexpr (Family::reports_rows)
-      reported += forward<Family, Dispatch>(rows, ld, results, ld, w, n, opts);
-    else
-      forward<Family, Dispatch>(rows, ld, results, ld, w, n, opts);
-    copy_transposed(results, ld, ys, inner, w, n);
+    reported += gather_columns<Family, Dispatch>(xs, ys, n, inner, w, opts);
   }
   return reported;
 }
@@ -112,7 +151,7 @@ rows_result_t<Family> forward_axis(const T* x, T* y, std::size_t outer, std::siz
   if (inner == 1 || outer == 0 || n == 0 || inner == 0)  // forward checks the options
     return forward<Family, Dispatch>(x, n, y, n, inner == 0 ? 0 : outer, n, opts);
   Family::check(opts);
-  const axis_tiling tiling = plan_axis_tiles(n, inner, sizeof(T));
+  const axis_tiling tiling = plan_tiles<Family, T>(n, inner);
   const std::size_t reported =
       forward_axis_tiles<Family, Dispatch>(x, y, n, inner, opts, tiling, 0, outer * tiling.per_slice);
   if constexpr (Family::reports_rows) return reported;
@@ -132,7 +171,7 @@ rows_result_t<Family> forward_axis(const T* x, T* y, std::size_t outer, std::siz
     return forward_axis<Family, Dispatch>(x, y, outer, n, inner, opts);
   }
   Family::check(opts);
-  const axis_tiling tiling = plan_axis_tiles(n, inner, sizeof(T));
+  const axis_tiling tiling = plan_tiles<Family, T>(n, inner);
   const std::size_t tiles = outer * tiling.per_slice;
   const std::size_t tile_bytes = tiling.columns * n * sizeof(T);  // of x
   std::size_t per_task = tile_bytes >= task_grain_bytes ? 1 : task_grain_bytes / tile_bytes;

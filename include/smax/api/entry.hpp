@@ -98,6 +98,10 @@ struct family_defaults {
   static constexpr double masked_row = 0.0;
   static constexpr bool reports_rows = false;
   static constexpr bool splits_long_rows = false;
+  // Whether the family normalises the middle axis of a tensor natively on T (forward_axis, used
+  // by api/axis.hpp) rather than through its rows form on gathered columns.
+  template <class T>
+  static constexpr bool axis_kernel = false;
   template <class Options>
   static void check(Options const&) noexcept {}
 };

@@ -16,6 +16,7 @@
 #include "../half.hpp"
 #include "convert.hpp"
 #include "row_driver.hpp"
+#include "softmax_axis.hpp"
 #include "softmax_backward.hpp"
 #include "softmax_online.hpp"
 #include "softmax_three_pass.hpp"
@@ -81,6 +82,12 @@ struct softmax_table {
                                float temperature, unsigned flags, float max, double sum) noexcept;
   static bool online_normalize(const fp16* x, fp16* y, std::size_t n, std::size_t row_length,
                                float temperature, unsigned flags, float max, double sum) noexcept;
+  // The middle axis of a tensor without transposing it (softmax_axis.hpp): columns [0, width) of
+  // n >= 1 rows `stride` floats apart, 1 <= width <= axis_max_columns, normalised down the
+  // columns. Returns false, having written nothing, where the rows kernels are needed (a column
+  // with a NaN, +inf or only -inf; a temperature off their vector path).
+  static bool forward_axis(const float* x, float* y, std::size_t n, std::size_t stride,
+                           std::size_t width, float temperature, unsigned flags) noexcept;
 };
 
 namespace detail {
@@ -361,6 +368,14 @@ bool softmax_table<A>::online_normalize(const fp16* x, fp16* y, std::size_t n,
                                         std::size_t row_length, float temperature, unsigned flags,
                                         float max, double sum) noexcept {
   return detail::online_normalize_half<A>(x, y, n, row_length, temperature, flags, max, sum);
+}
+
+template <class A>
+bool softmax_table<A>::forward_axis(const float* x, float* y, std::size_t n, std::size_t stride,
+                                    std::size_t width, float temperature,
+                                    unsigned flags) noexcept {
+  return detail::forward_columns<A>(x, y, n, stride, width, temperature, (flags & flag_log) != 0,
+                                    (flags & flag_zero_masked_rows) != 0);
 }
 
 }  // namespace kernels
