@@ -3,7 +3,7 @@
 // exactly 0 (-inf for log-softmax), all-masked rows NaN (or the zero_masked_rows value), NaN and
 // +inf rows NaN, sigmoid NaN at its position only, n = 0 writes nothing. Through the header-only
 // API (the instruction set of this translation unit's flags) and smax::runtime (the best one the
-// CPU runs). CI also builds this file with -ffast-math, where it is the contract's proof.
+// CPU runs); softmax and log-softmax also through their axis forms (the row as a column). CI also builds this file with -ffast-math, where it is the contract's proof.
 
 #include <smax/reference/adaptive_softmax.hpp>
 #include <smax/reference/cross_entropy.hpp>
@@ -83,7 +83,39 @@ std::vector<family<T>> families() {
   smax::ssmax_options sz;
   sz.zero_masked_rows = true;
   const smax::multimax_options mm{{0.1, 0.1, -0.01, 0.01}, {-1, 1, -2, 2}};
+  // An axis form on the row laid out as the middle column of an n × 3 slice (the other two
+  // columns ordinary), so the row's contract is checked where the axis kernels put it.
+  auto as_column = [](auto axis_call) {
+    return [axis_call](const T* x, T* y, std::size_t n) {
+      std::vector<T> slice(3 * n), out(3 * n);
+      for (std::size_t i = 0; i < n; ++i) {
+        slice[3 * i] = static_cast<T>(0.25 * static_cast<double>(i % 7));
+        slice[3 * i + 1] = x[i];
+        slice[3 * i + 2] = T(-1);
+      }
+      axis_call(slice.data(), out.data(), n);
+      for (std::size_t i = 0; i < n; ++i) y[i] = out[3 * i + 1];
+    };
+  };
   std::vector<family<T>> f = {
+      {"softmax axis", kind::normalising,
+       as_column([](const T* x, T* y, std::size_t n) { smax::softmax_axis(x, y, 1, n, 3); })},
+      {"softmax axis zero_masked_rows", kind::normalising,
+       as_column([=](const T* x, T* y, std::size_t n) { smax::softmax_axis(x, y, 1, n, 3, z); }),
+       true},
+      {"log_softmax axis", kind::log_domain,
+       as_column([](const T* x, T* y, std::size_t n) { smax::log_softmax_axis(x, y, 1, n, 3); })},
+      {"log_softmax axis zero_masked_rows", kind::log_domain,
+       as_column(
+           [=](const T* x, T* y, std::size_t n) { smax::log_softmax_axis(x, y, 1, n, 3, z); }),
+       true},
+      {"runtime::softmax axis", kind::normalising, as_column([](const T* x, T* y, std::size_t n) {
+         smax::runtime::softmax_axis(x, y, 1, n, 3);
+       })},
+      {"runtime::log_softmax axis", kind::log_domain,
+       as_column([](const T* x, T* y, std::size_t n) {
+         smax::runtime::log_softmax_axis(x, y, 1, n, 3);
+       })},
       {"softmax", kind::normalising,
        [](const T* x, T* y, std::size_t n) { smax::softmax(x, y, n); }},
       {"softmax online", kind::normalising,
