@@ -128,6 +128,66 @@ SMAX_ALWAYS_INLINE void exponentiate_rows(const float* x, float* y, std::size_t 
   for (std::size_t v = 0; v < V; ++v) sums[v] = (s[v][0] + s[v][1]) + (s[v][2] + s[v][3]);
 }
 
+// The last pass over rows [0, rows) of one segment (x and y at its first row and column):
+// log-softmax writes (x - max)·s - log sum as with_log_softmax_value forms it (a = -log sum,
+// b = the maxima; halved where s < 1, so that x - max cannot overflow where (x - max)·s is
+// finite); softmax scales y by its factor held as hi + lo (a = hi, b = lo: normalizer per lane).
+template <class A, bool Log, class Seg>
+SMAX_ALWAYS_INLINE void finish_rows(const float* x, float* y, std::size_t stride,
+                                    std::size_t rows, Seg seg, const xsimd::batch<float, A>* a,
+                                    const xsimd::batch<float, A>* b, float inv_t) noexcept {
+  using batch = xsimd::batch<float, A>;
+  constexpr std::size_t V = Seg::vectors;
+  const bool halved = inv_t < 1.0f;
+  const batch half(0.5f), twice_inv(inv_t * 2.0f), inv(inv_t);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* yr = y + r * stride;
+    if constexpr (Log) {
+      const float* xr = x + r * stride;
+      for (std::size_t v = 0; v < V; ++v) {
+        const batch value = seg.load(xr, v);
+        seg.store(yr, v,
+                  halved ? smax::detail::mul_add(smax::detail::mul_add(value, half, -b[v] * half),
+                                                 twice_inv, a[v])
+                         : smax::detail::mul_add(value - b[v], inv, a[v]));
+      }
+    } else {
+      (void)x;
+      for (std::size_t v = 0; v < V; ++v) {
+        const batch value = seg.load(yr, v);
+        seg.store(yr, v, smax::detail::mul_add(value, a[v], value * b[v]));
+      }
+    }
+  }
+}
+
+// The maxima of rows [0, rows) of one segment (x at its first row and column) merged into m, one
+// vector per V, two rows a step so that the max's latency is not the loop's; NaN lanes OR-ed into
+// nan (bit tests: -ffast-math cannot fold them).
+template <class A, class Seg, class Mask>
+SMAX_ALWAYS_INLINE void segment_maxima(const float* x, std::size_t stride, std::size_t rows, Seg seg,
+                                       xsimd::batch<float, A>* m, Mask& nan) noexcept {
+  using batch = xsimd::batch<float, A>;
+  constexpr std::size_t V = Seg::vectors;
+  batch m1[V];
+  for (std::size_t v = 0; v < V; ++v) m1[v] = m[v];
+  std::size_t r = 0;
+  for (; r + 2 <= rows; r += 2, x += 2 * stride)
+    for (std::size_t v = 0; v < V; ++v) {
+      const batch a = seg.load(x, v), b = seg.load(x + stride, v);
+      m[v] = xsimd::max(m[v], a);
+      m1[v] = xsimd::max(m1[v], b);
+      nan = nan | primitives::is_nan(a) | primitives::is_nan(b);
+    }
+  if (r < rows)
+    for (std::size_t v = 0; v < V; ++v) {
+      const batch a = seg.load(x, v);
+      m[v] = xsimd::max(m[v], a);
+      nan = nan | primitives::is_nan(a);
+    }
+  for (std::size_t v = 0; v < V; ++v) m[v] = xsimd::max(m[v], m1[v]);
+}
+
 // Pass 1: each column's maximum into lane_max[0, width); false where a column holds a NaN or has
 // a maximum of ±inf (+inf, or every entry -inf). Padding lanes of a partial vector load 0 and
 // are never looked at.
@@ -143,25 +203,10 @@ SMAX_FLATTEN inline bool column_maxima(const float* x, std::size_t n, std::size_
     const std::size_t rows = n - i < axis_row_block ? n - i : axis_row_block;
     for_each_segment<A>(width, [&](std::size_t c, auto seg) SMAX_INLINE_LAMBDA {
       constexpr std::size_t V = decltype(seg)::vectors;
-      batch m0[V], m1[V];  // two rows a step: the max's latency is not the loop's
-      for (std::size_t v = 0; v < V; ++v) m0[v] = m1[v] = batch::load_unaligned(lane_max + c + v * lanes);
-      const float* row = x + i * stride + c;
-      std::size_t r = 0;
-      for (; r + 2 <= rows; r += 2, row += 2 * stride)
-        for (std::size_t v = 0; v < V; ++v) {
-          const batch a = seg.load(row, v), b = seg.load(row + stride, v);
-          m0[v] = xsimd::max(m0[v], a);
-          m1[v] = xsimd::max(m1[v], b);
-          nan = nan | primitives::is_nan(a) | primitives::is_nan(b);
-        }
-      if (r < rows)
-        for (std::size_t v = 0; v < V; ++v) {
-          const batch a = seg.load(row, v);
-          m0[v] = xsimd::max(m0[v], a);
-          nan = nan | primitives::is_nan(a);
-        }
-      for (std::size_t v = 0; v < V; ++v)
-        xsimd::max(m0[v], m1[v]).store_unaligned(lane_max + c + v * lanes);
+      batch m[V];
+      for (std::size_t v = 0; v < V; ++v) m[v] = batch::load_unaligned(lane_max + c + v * lanes);
+      segment_maxima<A>(x + i * stride + c, stride, rows, seg, m, nan);
+      for (std::size_t v = 0; v < V; ++v) m[v].store_unaligned(lane_max + c + v * lanes);
     });
   }
   if (xsimd::any(nan)) return false;
@@ -210,8 +255,6 @@ SMAX_FLATTEN inline void normalize_columns(const float* x, float* y, std::size_t
   }
   alignas(64) float first[axis_max_columns] = {}, second[axis_max_columns] = {};
   if constexpr (Log) {
-    // z = (x - max)·s - log sum as with_log_softmax_value forms it: halved where s < 1, so that
-    // x - max cannot overflow where (x - max)·s is finite.
     for (std::size_t k = 0; k < width; ++k)
       first[k] = static_cast<float>(-primitives::log_of_row_sum<A, float>(sum[k]));
   } else {
@@ -222,8 +265,6 @@ SMAX_FLATTEN inline void normalize_columns(const float* x, float* y, std::size_t
       second[k] = static_cast<float>(q - static_cast<double>(first[k]));
     }
   }
-  const bool halved = inv_t < 1.0f;
-  const batch half(0.5f), twice_inv(inv_t * 2.0f), inv(inv_t);
   for (std::size_t i = 0; i < n; i += axis_row_block) {
     const std::size_t rows = n - i < axis_row_block ? n - i : axis_row_block;
     for_each_segment<A>(width, [&](std::size_t c, auto seg) SMAX_INLINE_LAMBDA {
@@ -234,28 +275,10 @@ SMAX_FLATTEN inline void normalize_columns(const float* x, float* y, std::size_t
         if constexpr (Log) b[v] = batch::load_unaligned(lane_max + c + v * lanes);
         else b[v] = batch::load_unaligned(second + c + v * lanes);  // lo
       }
-      for (std::size_t r = 0; r < rows; ++r) {
-        float* yr = y + (i + r) * stride + c;
-        if constexpr (Log) {
-          const float* xr = x + (i + r) * stride + c;
-          for (std::size_t v = 0; v < V; ++v) {
-            const batch value = seg.load(xr, v);
-            seg.store(yr, v,
-                      halved ? smax::detail::mul_add(
-                                   smax::detail::mul_add(value, half, -b[v] * half), twice_inv, a[v])
-                             : smax::detail::mul_add(value - b[v], inv, a[v]));
-          }
-        } else {
-          for (std::size_t v = 0; v < V; ++v) {
-            const batch value = seg.load(yr, v);
-            seg.store(yr, v, smax::detail::mul_add(value, a[v], value * b[v]));
-          }
-        }
-      }
+      finish_rows<A, Log>(x + i * stride + c, y + i * stride + c, stride, rows, seg, a, b, inv_t);
     });
   }
 }
-
 
 // The blocked form: one read of x from memory. Each block of 16 rows takes its own maxima m_b
 // (while its lines come in), then its values exp((x - m_b)·s) (stored, for softmax) and their
@@ -300,36 +323,20 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
     }
     for_each_segment<A>(width, [&](std::size_t c, auto seg) SMAX_INLINE_LAMBDA {
       constexpr std::size_t V = decltype(seg)::vectors;
-      batch m0[V], m1[V];
+      batch mv[V];
       auto nan = primitives::is_nan(zero);
-      for (std::size_t v = 0; v < V; ++v) m0[v] = m1[v] = neg_inf;
-      const float* row = x + i * stride + c;
-      std::size_t r = 0;
-      for (; r + 2 <= rows; r += 2, row += 2 * stride)
-        for (std::size_t v = 0; v < V; ++v) {
-          const batch a = seg.load(row, v), bb = seg.load(row + stride, v);
-          m0[v] = xsimd::max(m0[v], a);
-          m1[v] = xsimd::max(m1[v], bb);
-          nan = nan | primitives::is_nan(a) | primitives::is_nan(bb);
-        }
-      if (r < rows)
-        for (std::size_t v = 0; v < V; ++v) {
-          const batch a = seg.load(row, v);
-          m0[v] = xsimd::max(m0[v], a);
-          nan = nan | primitives::is_nan(a);
-        }
+      for (std::size_t v = 0; v < V; ++v) mv[v] = neg_inf;
+      segment_maxima<A>(x + i * stride + c, stride, rows, seg, mv, nan);
       if (xsimd::any(nan)) {  // rare: which lanes, from the block's values
         for (std::size_t rr = 0; rr < rows; ++rr)
           for (std::size_t k = 0; k < seg.count; ++k)
             if (primitives::is_nan(x[(i + rr) * stride + c + k])) lane_nan[c + k] = 1.0f;
       }
-      alignas(64) float m[V * lanes];
-      for (std::size_t v = 0; v < V; ++v) {
-        xsimd::max(m0[v], m1[v]).store_aligned(m + v * lanes);
-        batch::load_aligned(m + v * lanes).store_unaligned(block_max + b * wp + c + v * lanes);
-      }
       std::array<E, V> f = copies(e0, std::make_index_sequence<V>{});
-      for (std::size_t v = 0; v < V; ++v) f[v].neg_max = shift_of(batch::load_aligned(m + v * lanes));
+      for (std::size_t v = 0; v < V; ++v) {
+        mv[v].store_unaligned(block_max + b * wp + c + v * lanes);
+        f[v].neg_max = shift_of(mv[v]);
+      }
       batch sums[V];
       exponentiate_rows<A, Log>(x + i * stride + c, y + i * stride + c, stride, rows, seg, f, sums);
       for (std::size_t v = 0; v < V; ++v) sums[v].store_unaligned(block_sum + b * wp + c + v * lanes);
@@ -378,8 +385,6 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
         block_sum[b * wp + k] = static_cast<float>(g - static_cast<double>(hi));
       }
   }
-  const bool halved = inv_t < 1.0f;
-  const batch half(0.5f), twice_inv(inv_t * 2.0f), inv(inv_t);
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t i = b * axis_row_block;
     const std::size_t rows = n - i < axis_row_block ? n - i : axis_row_block;
@@ -395,24 +400,7 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
           bv[v] = batch::load_unaligned(block_sum + b * wp + c + v * lanes);  // lo
         }
       }
-      for (std::size_t r = 0; r < rows; ++r) {
-        float* yr = y + (i + r) * stride + c;
-        if constexpr (Log) {
-          const float* xr = x + (i + r) * stride + c;
-          for (std::size_t v = 0; v < V; ++v) {
-            const batch value = seg.load(xr, v);
-            seg.store(yr, v,
-                      halved ? smax::detail::mul_add(
-                                   smax::detail::mul_add(value, half, -bv[v] * half), twice_inv, a[v])
-                             : smax::detail::mul_add(value - bv[v], inv, a[v]));
-          }
-        } else {
-          for (std::size_t v = 0; v < V; ++v) {
-            const batch value = seg.load(yr, v);
-            seg.store(yr, v, smax::detail::mul_add(value, a[v], value * bv[v]));
-          }
-        }
-      }
+      finish_rows<A, Log>(x + i * stride + c, y + i * stride + c, stride, rows, seg, a, bv, inv_t);
     });
   }
   // The special columns, as the rows kernels finish such rows.
