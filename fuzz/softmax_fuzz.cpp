@@ -208,16 +208,17 @@ void run(reader& in) {
       for_each_arch([&](auto arch) {
         using table = smax::kernels::softmax_table<decltype(arch)>;
         for (bool log : {false, true}) {
-          describe("%s, float, %s_axis kernel, n %zu, width %zu, stride %zu, %s, T = %.9g, "
-                   "zero_masked_rows %d",
-                   decltype(arch)::name(), log ? "log_softmax" : "softmax", n, width, stride,
-                   s.in_place ? "in place" : "out of place", static_cast<double>(temperature),
-                   zero_masked_rows);
-          std::vector<float> y = s.in_place ? block : std::vector<float>(block.size(), canary<float>);
+          describe(
+              "%s, float, %s_axis kernel, n %zu, width %zu, stride %zu, %s, T = %.9g, "
+              "zero_masked_rows %d",
+              decltype(arch)::name(), log ? "log_softmax" : "softmax", n, width, stride,
+              s.in_place ? "in place" : "out of place", static_cast<double>(temperature),
+              zero_masked_rows);
+          std::vector<float> y =
+              s.in_place ? block : std::vector<float>(block.size(), canary<float>);
           const float* input = s.in_place ? y.data() : block.data();
-          const bool done =
-              table::forward_axis(input, y.data(), n, stride, width, temperature,
-                                  (log ? smax::kernels::flag_log : 0u) | flags_zero);
+          const bool done = table::forward_axis(input, y.data(), n, stride, width, temperature,
+                                                (log ? smax::kernels::flag_log : 0u) | flags_zero);
           for (std::size_t i = 0; i < n; ++i)
             for (std::size_t j = done ? width : 0; j < stride; ++j) {
               const float want = s.in_place ? block[i * stride + j] : canary<float>;

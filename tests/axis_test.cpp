@@ -106,9 +106,8 @@ template <class Family, class T>
         column[i] = x[(o * n + i) * inner + j];
         out[i] = y[(o * n + i) * inner + j];
       }
-      auto r = smax_test::output_matches_reference(column, out.data(), log,
-                                                   static_cast<T>(opts.temperature),
-                                                   opts.zero_masked_rows);
+      auto r = smax_test::output_matches_reference(
+          column, out.data(), log, static_cast<T>(opts.temperature), opts.zero_masked_rows);
       if (!r) return r << " (slice " << o << ", column " << j << ")";
     }
   return ::testing::AssertionSuccess();
@@ -165,7 +164,8 @@ void check_form(Form const& form, const char* what) {
           EXPECT_EQ(got_reported, want_reported) << what;
           auto in_place = x;
           call(in_place, in_place, outer, n, inner);
-          ASSERT_TRUE(same_bits(in_place, y)) << what << " in place: n " << n << ", inner " << inner;
+          ASSERT_TRUE(same_bits(in_place, y))
+              << what << " in place: n " << n << ", inner " << inner;
         }
   }
   // Columns longer than a 16-column tile holds (256 KiB): one or two columns a tile.
@@ -311,7 +311,8 @@ template <class C>
     const auto col = column_of(x, n, width, j), out = column_of(y, n, width, j);
     auto r = smax_test::output_matches_reference(col, out.data(), log, temperature);
     if (!r)
-      return r << " (column " << j << " of " << width << ", n " << n << ", T " << temperature << ")";
+      return r << " (column " << j << " of " << width << ", n " << n << ", T " << temperature
+               << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -419,8 +420,8 @@ TYPED_TEST(axis_kernel, special_columns) {
                                (zero_masked ? smax::kernels::flag_zero_masked_rows : 0u);
         auto check = [&](std::vector<float> const& x, const char* what, std::size_t j) {
           std::vector<float> y(x.size(), -7.0f);
-          const bool done = TypeParam::table::forward_axis(x.data(), y.data(), n, ld, width, 1.0f,
-                                                           flags);
+          const bool done =
+              TypeParam::table::forward_axis(x.data(), y.data(), n, ld, width, 1.0f, flags);
           ASSERT_EQ(done, finished_here) << what << " in column " << j << ", n " << n;
           if (!done) {
             for (float v : y) ASSERT_EQ(v, -7.0f) << what << ": written although passed back";
@@ -428,7 +429,8 @@ TYPED_TEST(axis_kernel, special_columns) {
           }
           for (std::size_t c = 0; c < width; ++c) {
             const auto col = column_of(x, n, width, c), out = column_of(y, n, width, c);
-            ASSERT_TRUE(smax_test::output_matches_reference(col, out.data(), log, 1.0f, zero_masked))
+            ASSERT_TRUE(
+                smax_test::output_matches_reference(col, out.data(), log, 1.0f, zero_masked))
                 << what << " in column " << j << ", column " << c << ", n " << n;
           }
         };

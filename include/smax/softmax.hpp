@@ -100,18 +100,17 @@ struct softmax_like_family : family_defaults {
         x, y, n, row_length, static_cast<float>(opts.temperature), flags(opts), s.max, s.sum);
   }
 
-  // The middle axis natively on float (api/axis.hpp): columns [0, width) of one outer slice, n
-  // rows `stride` apart, width <= axis_columns; false, having written nothing, for columns the rows form
-  // must take (a NaN, +inf or only -inf; an extreme temperature).
+  // The middle axis natively on float (api/axis.hpp): columns [0, width) of one outer slice,
+  // n rows `stride` apart, width <= axis_columns; false, having written nothing, for the columns
+  // the rows form must take (kernels/softmax_axis.hpp says which).
   template <class T>
   static constexpr bool axis_kernel = std::is_same_v<T, float>;
   static constexpr std::size_t axis_columns = kernels::axis_max_columns;
   template <class A>
   static bool forward_axis(A, const float* x, float* y, std::size_t n, std::size_t stride,
                            std::size_t width, options const& opts) noexcept {
-    return kernels::softmax_table<A>::forward_axis(x, y, n, stride, width,
-                                                   static_cast<float>(opts.temperature),
-                                                   flags(opts));
+    return kernels::softmax_table<A>::forward_axis(
+        x, y, n, stride, width, static_cast<float>(opts.temperature), flags(opts));
   }
 
   template <class A, class T>

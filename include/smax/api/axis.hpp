@@ -88,7 +88,8 @@ std::size_t gather_columns(const T* xs, T* ys, std::size_t n, std::size_t inner,
                            typename Family::options const& opts) noexcept {
   const axis_tiling tiling = plan_axis_tiles(n, width, sizeof(T));
   const std::size_t b = tiling.columns, ld = tiling.ld;
-  T* rows = b * ld <= ~std::size_t(0) / 2 ? primitives::scratch<axis_tiles, T>(2 * b * ld) : nullptr;
+  T* rows =
+      b * ld <= ~std::size_t(0) / 2 ? primitives::scratch<axis_tiles, T>(2 * b * ld) : nullptr;
   if (rows == nullptr) {
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t c = 0; c < width; ++c) ys[i * inner + c] = T(__builtin_nan(""));
@@ -136,7 +137,8 @@ std::size_t forward_axis_tiles(const T* x, T* y, std::size_t n, std::size_t inne
     const T* xs = x + o * n * inner + j0;
     T* ys = y + o * n * inner + j0;
     if constexpr (Family::template axis_kernel<T>) {
-      if (Dispatch::visit([&](auto a) { return Family::forward_axis(a, xs, ys, n, inner, w, opts); }))
+      if (Dispatch::visit(
+              [&](auto a) { return Family::forward_axis(a, xs, ys, n, inner, w, opts); }))
         continue;
     }
     reported += gather_columns<Family, Dispatch>(xs, ys, n, inner, w, opts);

@@ -372,8 +372,7 @@ bool softmax_table<A>::online_normalize(const fp16* x, fp16* y, std::size_t n,
 
 template <class A>
 bool softmax_table<A>::forward_axis(const float* x, float* y, std::size_t n, std::size_t stride,
-                                    std::size_t width, float temperature,
-                                    unsigned flags) noexcept {
+                                    std::size_t width, float temperature, unsigned flags) noexcept {
   return detail::forward_columns<A>(x, y, n, stride, width, temperature, (flags & flag_log) != 0,
                                     (flags & flag_zero_masked_rows) != 0);
 }

@@ -62,12 +62,16 @@ struct column_lanes {
   std::size_t count;  // lanes in use: V·width unless Partial
 
   SMAX_ALWAYS_INLINE batch load(const float* row, std::size_t v) const noexcept {
-    if constexpr (Partial) return primitives::load_partial<A>(row, count, 0.0f);
-    else return batch::load_unaligned(row + v * width);
+    if constexpr (Partial)
+      return primitives::load_partial<A>(row, count, 0.0f);
+    else
+      return batch::load_unaligned(row + v * width);
   }
   SMAX_ALWAYS_INLINE void store(float* row, std::size_t v, batch const& value) const noexcept {
-    if constexpr (Partial) primitives::store_partial<A>(row, count, value);
-    else value.store_unaligned(row + v * width);
+    if constexpr (Partial)
+      primitives::store_partial<A>(row, count, value);
+    else
+      value.store_unaligned(row + v * width);
   }
 };
 
@@ -78,7 +82,8 @@ SMAX_ALWAYS_INLINE void for_each_segment(std::size_t width, F&& f) noexcept {
   constexpr std::size_t lanes = xsimd::batch<float, A>::size;
   constexpr std::size_t line = lanes < 16 ? 16 / lanes : 1;  // vectors a line
   std::size_t c = 0;
-  for (; c + line * lanes <= width; c += line * lanes) f(c, column_lanes<A, line, false>{line * lanes});
+  for (; c + line * lanes <= width; c += line * lanes)
+    f(c, column_lanes<A, line, false>{line * lanes});
   if constexpr (line > 1)
     for (; c + lanes <= width; c += lanes) f(c, column_lanes<A, 1, false>{lanes});
   if (c < width) f(c, column_lanes<A, 1, true>{width - c});
@@ -88,7 +93,8 @@ SMAX_ALWAYS_INLINE void for_each_segment(std::size_t width, F&& f) noexcept {
 constexpr std::size_t axis_row_block = 16;
 
 template <class E, std::size_t... I>
-SMAX_ALWAYS_INLINE std::array<E, sizeof...(I)> copies(E const& e, std::index_sequence<I...>) noexcept {
+SMAX_ALWAYS_INLINE std::array<E, sizeof...(I)> copies(E const& e,
+                                                      std::index_sequence<I...>) noexcept {
   return {((void)I, e)...};
 }
 
@@ -133,8 +139,8 @@ SMAX_ALWAYS_INLINE void exponentiate_rows(const float* x, float* y, std::size_t 
 // b = the maxima; halved where s < 1, so that x - max cannot overflow where (x - max)·s is
 // finite); softmax scales y by its factor held as hi + lo (a = hi, b = lo: normalizer per lane).
 template <class A, bool Log, class Seg>
-SMAX_ALWAYS_INLINE void finish_rows(const float* x, float* y, std::size_t stride,
-                                    std::size_t rows, Seg seg, const xsimd::batch<float, A>* a,
+SMAX_ALWAYS_INLINE void finish_rows(const float* x, float* y, std::size_t stride, std::size_t rows,
+                                    Seg seg, const xsimd::batch<float, A>* a,
                                     const xsimd::batch<float, A>* b, float inv_t) noexcept {
   using batch = xsimd::batch<float, A>;
   constexpr std::size_t V = Seg::vectors;
@@ -165,8 +171,8 @@ SMAX_ALWAYS_INLINE void finish_rows(const float* x, float* y, std::size_t stride
 // vector per V, two rows a step so that the max's latency is not the loop's; NaN lanes OR-ed into
 // nan (bit tests: -ffast-math cannot fold them).
 template <class A, class Seg, class Mask>
-SMAX_ALWAYS_INLINE void segment_maxima(const float* x, std::size_t stride, std::size_t rows, Seg seg,
-                                       xsimd::batch<float, A>* m, Mask& nan) noexcept {
+SMAX_ALWAYS_INLINE void segment_maxima(const float* x, std::size_t stride, std::size_t rows,
+                                       Seg seg, xsimd::batch<float, A>* m, Mask& nan) noexcept {
   using batch = xsimd::batch<float, A>;
   constexpr std::size_t V = Seg::vectors;
   batch m1[V];
@@ -226,14 +232,16 @@ SMAX_FLATTEN inline void normalize_columns(const float* x, float* y, std::size_t
   constexpr std::size_t lanes = batch::size;
   // log-softmax only sums: the rounding of x - max costs its sum 2^-24·log n at most (the rows
   // kernels' exp_for_log_sum).
-  using E = std::conditional_t<
-      Log, primitives::exp_for_log_sum<A, float, Scaled>,
-      std::conditional_t<Shift, primitives::exp_minus_shift<A, float, Scaled>,
-                         primitives::exp_minus_max<A, float, Scaled>>>;
+  using E =
+      std::conditional_t<Log, primitives::exp_for_log_sum<A, float, Scaled>,
+                         std::conditional_t<Shift, primitives::exp_minus_shift<A, float, Scaled>,
+                                            primitives::exp_minus_max<A, float, Scaled>>>;
   E e(0.0f, inv_t);  // its per-lane part is set per vector below
   auto aim = [&](E& f, std::size_t c) SMAX_INLINE_LAMBDA {
-    if constexpr (Shift) f.row.neg_j = batch::load_unaligned(lane_shift + c);
-    else f.neg_max = batch::load_unaligned(lane_shift + c);
+    if constexpr (Shift)
+      f.row.neg_j = batch::load_unaligned(lane_shift + c);
+    else
+      f.neg_max = batch::load_unaligned(lane_shift + c);
   };
   double sum[axis_max_columns];  // whole vectors: padding lanes too
   for (std::size_t k = 0; k < axis_max_columns; ++k) sum[k] = 0.0;
@@ -272,8 +280,10 @@ SMAX_FLATTEN inline void normalize_columns(const float* x, float* y, std::size_t
       batch a[V], b[V];
       for (std::size_t v = 0; v < V; ++v) {
         a[v] = batch::load_unaligned(first + c + v * lanes);  // -log sum, or hi
-        if constexpr (Log) b[v] = batch::load_unaligned(lane_max + c + v * lanes);
-        else b[v] = batch::load_unaligned(second + c + v * lanes);  // lo
+        if constexpr (Log)
+          b[v] = batch::load_unaligned(lane_max + c + v * lanes);
+        else
+          b[v] = batch::load_unaligned(second + c + v * lanes);  // lo
       }
       finish_rows<A, Log>(x + i * stride + c, y + i * stride + c, stride, rows, seg, a, b, inv_t);
     });
@@ -302,8 +312,8 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
   using F = primitives::exp_minus_max<A, float, Scaled>;
   const std::size_t blocks = (n + axis_row_block - 1) / axis_row_block;
   const std::size_t wp = (width + lanes - 1) / lanes * lanes;  // a block's state, whole vectors
-  float* const block_max = state;                // then the factors' hi (softmax)
-  float* const block_sum = state + blocks * wp;  // then the factors' lo (softmax)
+  float* const block_max = state;                              // then the factors' hi (softmax)
+  float* const block_sum = state + blocks * wp;                // then the factors' lo (softmax)
   const batch neg_inf(-__builtin_huge_valf()), zero(0.0f), lowest(-__FLT_MAX__);
   // What a lane subtracts: -m, and for m = -inf (a lane of only -inf) FLT_MAX, which gives its
   // -inf entries exp(-inf) = 0 as well (max, not a compare with -inf, which -ffast-math may fold).
@@ -339,7 +349,8 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
       }
       batch sums[V];
       exponentiate_rows<A, Log>(x + i * stride + c, y + i * stride + c, stride, rows, seg, f, sums);
-      for (std::size_t v = 0; v < V; ++v) sums[v].store_unaligned(block_sum + b * wp + c + v * lanes);
+      for (std::size_t v = 0; v < V; ++v)
+        sums[v].store_unaligned(block_sum + b * wp + c + v * lanes);
     });
   }
   // Per column: M, the special columns, the factors and S.
@@ -372,8 +383,8 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
   alignas(64) float neg_log_sum[axis_max_columns];
   if constexpr (Log) {
     for (std::size_t k = 0; k < wp; ++k)
-      neg_log_sum[k] = k < width ? static_cast<float>(-primitives::log_of_row_sum<A, float>(sum[k]))
-                                 : 0.0f;
+      neg_log_sum[k] =
+          k < width ? static_cast<float>(-primitives::log_of_row_sum<A, float>(sum[k])) : 0.0f;
   } else {
     double inverse[axis_max_columns];
     for (std::size_t k = 0; k < width; ++k) inverse[k] = 1.0 / sum[k];
@@ -396,7 +407,7 @@ SMAX_FLATTEN inline void blocked_columns(const float* x, float* y, std::size_t n
           a[v] = batch::load_unaligned(neg_log_sum + c + v * lanes);
           bv[v] = batch::load_unaligned(lane_max + c + v * lanes);
         } else {
-          a[v] = batch::load_unaligned(block_max + b * wp + c + v * lanes);  // hi
+          a[v] = batch::load_unaligned(block_max + b * wp + c + v * lanes);   // hi
           bv[v] = batch::load_unaligned(block_sum + b * wp + c + v * lanes);  // lo
         }
       }
@@ -438,8 +449,9 @@ inline bool forward_columns(const float* x, float* y, std::size_t n, std::size_t
             x, y, n, stride, width, inv_t, zero_masked_rows, state);
         return true;
       };
-      if (scaled) return log ? run(std::true_type{}, std::true_type{})
-                             : run(std::true_type{}, std::false_type{});
+      if (scaled)
+        return log ? run(std::true_type{}, std::true_type{})
+                   : run(std::true_type{}, std::false_type{});
       return log ? run(std::false_type{}, std::true_type{})
                  : run(std::false_type{}, std::false_type{});
     }
@@ -457,8 +469,8 @@ inline bool forward_columns(const float* x, float* y, std::size_t n, std::size_t
                                                     .j)
                           : -lane_max[k];
   auto run = [&](auto scaled_, auto log_, auto shift_) {
-    normalize_columns<A, decltype(scaled_)::value, decltype(log_)::value,
-                      decltype(shift_)::value>(x, y, n, stride, width, inv_t, lane_max, lane_shift);
+    normalize_columns<A, decltype(scaled_)::value, decltype(log_)::value, decltype(shift_)::value>(
+        x, y, n, stride, width, inv_t, lane_max, lane_shift);
     return true;
   };
   using yes = std::true_type;
