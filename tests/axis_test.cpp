@@ -360,14 +360,14 @@ TYPED_TEST(axis_kernel, long_columns_spreads_and_offsets) {
 
 // Masked entries (-inf) in some rows of every lane; values near ±FLT_MAX (x - max overflows: exp
 // is 0, and log-softmax's halved form keeps (x - max)/T finite where it is); maxima beyond the
-// power-of-two shift's range beside ordinary columns; subnormal entries; a constant column; the
-// smallest and largest temperatures the vector path takes.
+// power-of-two shift's range beside ordinary columns; subnormal entries; a constant column;
+// temperatures up to the edges of the vector path (3e35 < FLT_MAX/1024, 5e-38 > 16/FLT_MAX).
 TYPED_TEST(axis_kernel, adversarial_columns) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const float inf = smax_test::infinity<float>, big = 3e38f;
   const std::size_t width = 21, ld = width + 3;
   for (std::size_t n : {std::size_t(37), smax::kernels::axis_blocked_max_rows + 3})
-    for (float temperature : {1.0f, 0.5f, 3.7f, 1e30f, 1e-30f})
+    for (float temperature : {1.0f, 0.5f, 3.7f, 1e30f, 1e-30f, 3e35f, 5e-38f})
       for (bool log : {false, true}) {
         auto x = random_block(n, width, 10.0, 0.0, 3);
         for (std::size_t j = 0; j < width; ++j) x[((j * 5) % n) * ld + j] = -inf;  // a mask a lane
@@ -406,8 +406,8 @@ TYPED_TEST(axis_kernel, columns_are_independent_of_their_lane) {
 // Special columns: columns of up to axis_blocked_max_rows rows are finished by the kernel as the
 // rows kernels finish such rows (NaN for a NaN or +inf at any lane and row, NaN or 0 / -inf for a
 // column of only -inf), the other columns unharmed; longer columns are passed back to the rows
-// form with nothing written. Temperatures off the vector path (T > 1e36, T < 5e-38, invalid) are
-// always passed back.
+// form with nothing written. Temperatures off the vector path (T > 3.3e35, T < 4.7e-38,
+// invalid) are always passed back.
 TYPED_TEST(axis_kernel, special_columns) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   const std::size_t width = 21, ld = width + 3;
@@ -447,7 +447,8 @@ TYPED_TEST(axis_kernel, special_columns) {
         }
       }
     const auto x = random_block(n, width, 10.0, 0.0, 5);
-    for (float temperature : {1e37f, 1e-38f, 0.0f, -1.0f, inf, smax_test::quiet_nan<float>}) {
+    for (float temperature : {4e35f, 1e37f, 4e-38f, 1e-38f, 0.0f, -1.0f, inf,
+                              smax_test::quiet_nan<float>}) {
       std::vector<float> y(x.size(), -7.0f);
       EXPECT_FALSE(run_kernel<TypeParam>(x, y, n, width, temperature, false)) << temperature;
       for (float v : y) ASSERT_EQ(v, -7.0f) << "T = " << temperature;

@@ -5,8 +5,8 @@
 // Otherwise the columns are normalised a tile at a time. A family with a native kernel on the
 // element type (Family::axis_kernel<T>: softmax and log-softmax on float) takes tiles of up to
 // Family::axis_columns columns of one outer slice and normalises them where they lie, reading
-// the slice in row order; a tile it passes back (a column with a NaN, +inf or only -inf, an
-// extreme temperature) goes the other way. The other way, every other family's: up to one cache
+// the slice in row order; a tile it passes back (an extreme temperature; a special column among
+// columns too long for its blocked form) goes the other way. The other way, every other family's: up to one cache
 // line of columns (16 floats, 8 doubles) gathered into rows of n, the family's rows form run on
 // them, the results scattered back, so those columns get the bits of the rows form on that
 // column, with its bounds, edge rules and options (zero_masked_rows included). The native

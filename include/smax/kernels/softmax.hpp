@@ -84,8 +84,9 @@ struct softmax_table {
                                float temperature, unsigned flags, float max, double sum) noexcept;
   // The middle axis of a tensor without transposing it (softmax_axis.hpp): columns [0, width) of
   // n >= 1 rows `stride` floats apart, 1 <= width <= axis_max_columns, normalised down the
-  // columns. Returns false, having written nothing, where the rows kernels are needed (a column
-  // with a NaN, +inf or only -inf; a temperature off their vector path).
+  // columns. Returns false, having written nothing, where the rows kernels are needed (a
+  // temperature off their vector path; a NaN, +inf or only -inf in a column longer than
+  // axis_blocked_max_rows: shorter ones are finished here).
   static bool forward_axis(const float* x, float* y, std::size_t n, std::size_t stride,
                            std::size_t width, float temperature, unsigned flags) noexcept;
 };

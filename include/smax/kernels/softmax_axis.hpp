@@ -21,8 +21,8 @@
 // (with_log_softmax_value's form, halved where s < 1).
 //
 // The vector path does not take a temperature the rows kernels send to their scalar path
-// (wide_range_row: T > 1e36 or T < 5e-38, and invalid ones): the call returns false having
-// written nothing.
+// (wide_range_row: T > FLT_MAX/1024 ≈ 3.3e35 or T < 16/FLT_MAX ≈ 4.7e-38, and invalid ones):
+// the call returns false having written nothing.
 
 #include <array>
 #include <cmath>
@@ -47,7 +47,7 @@ constexpr std::size_t axis_max_columns = 128;
 
 // Columns of at most this many rows take the blocked form (its per-block state, 8 bytes a column
 // a block of 16 rows: up to 128 KiB, in the kernels' scratch buffer; where that cannot be had,
-// the three passes above). Longer ones take the three passes: at n = 4096 they were faster
+// the three passes below). Longer ones take the three passes: at n = 4096 they were faster
 // (1 × 4096 × 256, AMD Zen 5), the blocked form's state and column tile no longer in L2.
 constexpr std::size_t axis_blocked_max_rows = 2048;
 
