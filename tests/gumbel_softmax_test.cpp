@@ -172,6 +172,71 @@ TYPED_TEST(gumbel_softmax_test, zero_noise_is_softmax) {
     }
 }
 
+// The soft rows are softmax's kernels on z = x + g bit for bit (each row as softmax on that row
+// alone), on every path: rows in registers (narrow and up to four registers), three passes, the
+// blocked form with and without its next-block requests, the online form of rows past 4 MiB;
+// batches with ld > cols, in place over x and over the noise; special values inside long rows
+// (a NaN or +inf in a later block, a masked block, every entry masked) and temperatures at the
+// vector kernels' limits and past them.
+TYPED_TEST(gumbel_softmax_test, soft_rows_are_softmax_of_their_sums) {
+  using T = typename TypeParam::value_type;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using table = smax::kernels::gumbel_softmax_table<typename TypeParam::arch>;
+  const std::size_t w = TypeParam::width;
+  const std::size_t blocked_prefetch = (std::size_t(1) << 20) / sizeof(T) + 3;
+  const std::size_t online = long_row((std::size_t(4) << 20) / sizeof(T) + 5);
+  const auto check = [&](std::size_t rows, std::size_t cols, T tau, std::vector<T> x,
+                         std::vector<T> const& g, std::size_t ld) {
+    std::vector<T> y(rows * ld, T(-7)), in_x = x, in_g = g, want(cols);
+    table::forward(x.data(), ld, g.data(), ld, y.data(), ld, rows, cols, tau, false);
+    table::forward(in_x.data(), ld, g.data(), ld, in_x.data(), ld, rows, cols, tau, false);
+    table::forward(x.data(), ld, in_g.data(), ld, in_g.data(), ld, rows, cols, tau, false);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<T> z(cols);
+      for (std::size_t i = 0; i < cols; ++i) z[i] = x[r * ld + i] + g[r * ld + i];
+      TypeParam::table::forward(z.data(), cols, want.data(), cols, 1, cols, tau, 0u,
+                                smax::kernels::algorithm_id::automatic);
+      for (std::size_t i = 0; i < cols; ++i) {
+        ASSERT_TRUE(same_bits_or_both_nan(y[r * ld + i], want[i]))
+            << "cols " << cols << ", tau " << tau << ", row " << r << ", at " << i << ": "
+            << y[r * ld + i] << " vs " << want[i];
+        ASSERT_TRUE(same_bits_or_both_nan(in_x[r * ld + i], want[i])) << "in place over x";
+        ASSERT_TRUE(same_bits_or_both_nan(in_g[r * ld + i], want[i])) << "in place over g";
+      }
+      for (std::size_t i = cols; i < ld && r * ld + i < y.size(); ++i)
+        ASSERT_EQ(y[r * ld + i], T(-7)) << "padding written";
+    }
+  };
+  for (std::size_t cols : {std::size_t(1), w - 1, w, w + 1, 4 * w, 4 * w + 1, std::size_t(1000),
+                           std::size_t(8192 / sizeof(T)) * 2, std::size_t(8192 / sizeof(T)) * 2 + 1,
+                           std::size_t(70001), blocked_prefetch, online}) {
+    const std::size_t rows = cols > 100000 ? 2 : 3, ld = cols + 5;
+    auto x = random_row<T>(rows * ld, 12.0, -1.0, static_cast<unsigned>(cols));
+    const auto g = random_row<T>(rows * ld, 3.0, 0.0, static_cast<unsigned>(cols + 1));
+    for (T tau : {T(1), T(0.7), T(1e-30), T(1e30)}) check(rows, cols, tau, x, g, ld);
+    if (cols < 4 * w + 1) continue;
+    // Row 0: a NaN far into the row; row 1: +inf; row 2 (when there is one): its first block
+    // masked, then every entry masked in a second call.
+    x[cols - 2] = quiet_nan<T>;
+    x[ld + cols / 2] = infinity<T>;
+    if (rows > 2)
+      for (std::size_t i = 0; i < std::min<std::size_t>(cols, 8192 / sizeof(T) + 1); ++i)
+        x[2 * ld + i] = -infinity<T>;
+    check(rows, cols, T(1), x, g, ld);
+    check(rows, cols, T(0.7), x, g, ld);
+    if (rows > 2) {
+      std::fill(x.begin() + 2 * ld, x.begin() + 2 * ld + cols, -infinity<T>);
+      check(rows, cols, T(1), x, g, ld);
+    }
+  }
+  // Temperatures the vector kernels do not take (1/T past their range) and the smallest ones.
+  const auto x = random_row<T>(3 * 300, 12.0, -1.0, 5);
+  const auto g = random_row<T>(3 * 300, 3.0, 0.0, 6);
+  for (T tau : {std::numeric_limits<T>::max(), T(1) / (std::numeric_limits<T>::max() / 8),
+                std::numeric_limits<T>::min(), std::numeric_limits<T>::denorm_min()})
+    check(3, 300, tau, x, g, 300);
+}
+
 // _rows equals single rows, bit for bit: the noise form with x's leading dimension, the seeded
 // form with offsets r·cols; the seeded form equals the noise form given gumbel_noise; in place.
 TYPED_TEST(gumbel_softmax_test, rows_splits_and_forms_agree) {

@@ -339,10 +339,114 @@ inline void blocked_rows(T* y, std::size_t ldy, std::size_t rows, std::size_t co
   }
 }
 
+// Rows of at least this many bytes ask for the next block of x and g while the first pass reads
+// one (softmax's blocked form asks for its next block in the exp pass, from the values it
+// reads: here y); below it, the row's three arrays fit in L2 and the requests cost more than
+// they hide.
+constexpr std::size_t noise_block_prefetch_min_bytes = std::size_t(1) << 20;
+
+// The row's values z = x + g for softmax's long-row kernels (row_source in
+// softmax_three_pass.hpp): written into y as the first pass reads x and g, then read from y.
+// The first pass also asks for what comes next from x and g: the next block of a long row, or
+// the next row of a batch (next_x, next_g: its distances, 0 for none).
+template <class A, class T>
+struct noisy_row_source {
+  const T* x;
+  const T* g;
+  T* z;
+  std::size_t n;
+  std::size_t next_x, next_g;
+  template <bool Min>
+  SMAX_ALWAYS_INLINE primitives::range_result<T> range(std::size_t start,
+                                                       std::size_t len) const noexcept {
+    const bool last = start + len >= n;
+    const std::size_t next_block = n * sizeof(T) >= noise_block_prefetch_min_bytes ? len : 0;
+    const std::size_t ahead_x = !last ? next_block : next_x ? next_x - start : 0;
+    const std::size_t ahead_g = !last ? next_block : next_g ? next_g - start : 0;
+    return primitives::add_reduce_range<A, Min>(x + start, g + start, z + start, len, ahead_x,
+                                                ahead_g);
+  }
+  const T* values() const noexcept { return z; }
+};
+
+// A soft row of at most Count registers: z formed in registers and normalised there by softmax's
+// short-row kernel.
+template <class A, class T, bool Scaled, std::size_t Count>
+SMAX_FLATTEN inline void soft_short_row(const T* x, const T* g, T* y, std::size_t n,
+                                        row_params<T> const& p) noexcept {
+  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
+  const primitives::register_row<A, T, Count> noise(g, n, T(0));
+  primitives::unroll<Count>([&](auto j) SMAX_INLINE_LAMBDA { row.v[j] += noise.v[j]; });
+  short_row_of<A, T, Scaled, Count>(row, y, n, p);
+}
+
+template <class B, class T, bool Scaled>
+SMAX_ALWAYS_INLINE void soft_short_rows(const T* x, std::size_t ldx, const T* g, std::size_t ldn,
+                                        T* y, std::size_t ldy, std::size_t rows, std::size_t cols,
+                                        row_params<T> const& p) noexcept {
+  primitives::with_register_count<B, T>(cols, [&](auto count) SMAX_INLINE_LAMBDA {
+    for (std::size_t r = 0; r < rows; ++r)
+      soft_short_row<B, T, Scaled, decltype(count)::value>(x + r * ldx, g + r * ldn, y + r * ldy,
+                                                           cols, p);
+  });
+}
+
+// The soft rows at 1/T = p.inv_temperature (1 unless Scaled; on the vector kernels' range): the
+// bits of softmax's kernels on z (each row as softmax_table::forward on that row alone would
+// give them), with z never read back from memory before its first pass: short rows form it in
+// registers, long rows in softmax's first pass (noisy_row_source), which takes the place of the
+// separate pass that wrote z.
+template <class A, class T, bool Scaled>
+inline void soft_rows(const T* x, std::size_t ldx, const T* g, std::size_t ldn, T* y,
+                      std::size_t ldy, std::size_t rows, std::size_t cols,
+                      row_params<T> const& p) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  if (cols <= width)
+    return soft_short_rows<smax::detail::short_row_arch<A>, T, Scaled>(x, ldx, g, ldn, y, ldy, rows,
+                                                                       cols, p);
+  if (cols <= 4 * width)
+    return soft_short_rows<A, T, Scaled>(x, ldx, g, ldn, y, ldy, rows, cols, p);
+  // As softmax flushes a row alone (its guard counts the call's elements: here one row's).
+  [[maybe_unused]] const flush_subnormal_results<A> ftz(
+      p.inv_temperature <= flush_max_scale<T> ? cols : 0);
+  const std::size_t bytes = cols * sizeof(T);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* const xr = x + r * ldx;
+    const T* const gr = g + r * ldn;
+    T* const yr = y + r * ldy;
+    row_params<T> q = p;
+    // The next row: its x and g asked for by the first pass (noisy_row_source), its y by the exp
+    // pass, as softmax asks for it.
+    const bool ahead = r + 1 < rows && bytes >= prefetch_min_bytes;
+    q.next_output_row = ahead ? ldy : 0;
+    const noisy_row_source<A, T> source{xr, gr, yr, cols, ahead ? ldx : 0, ahead ? ldn : 0};
+    if (cols <= 2 * row_block<T>) {
+      three_pass_row_from<A, T, Scaled>(source, yr, cols, q);
+    } else if (bytes <= three_pass_max_bytes) {
+      if (!try_blocked_three_pass_row_from<A, T, Scaled>(source, yr, cols, q))
+        three_pass_row_from<A, T, Scaled>(source, yr, cols, q);
+    } else {
+      add_noise<A>(xr, gr, yr, cols);
+      online_row<A, T, Scaled>(yr, yr, cols, q);
+    }
+  }
+}
+
 template <class A, class T>
 inline void forward_rows(const T* x, std::size_t ldx, const T* noise, std::size_t ldn, T* y,
                          std::size_t ldy, std::size_t rows, std::size_t cols, T tau,
                          bool hard) noexcept {
+  // Soft rows at a temperature softmax's vector kernels take (softmax.hpp's forward_rows): the
+  // fused rows; the rest (hard, invalid or extreme temperatures) z first, then softmax's call.
+  if (!hard && valid_tau<A>(tau)) {
+    if (tau == T(1))
+      return soft_rows<A, T, false>(x, ldx, noise, ldn, y, ldy, rows, cols,
+                                    row_params<T>{T(1), false, false});
+    const T inv_tau = T(1) / tau;
+    if (inv_tau >= wide_range_inv_temperature<T> && inv_tau <= huge_inv_temperature<T>)
+      return soft_rows<A, T, true>(x, ldx, noise, ldn, y, ldy, rows, cols,
+                                   row_params<T>{inv_tau, false, false});
+  }
   blocked_rows<A>(y, ldy, rows, cols, tau, hard, [&](std::size_t first, std::size_t count) {
     for (std::size_t r = first; r < first + count; ++r)
       add_noise<A>(x + r * ldx, noise + r * ldn, y + r * ldy, cols);

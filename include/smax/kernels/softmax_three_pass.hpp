@@ -41,11 +41,11 @@ SMAX_ALWAYS_INLINE void exponentiate_and_normalize(primitives::register_row<A, T
 
 // Rows of at most four registers: the same arithmetic, but the row stays in registers, so the
 // three passes cost no loads, loops or calls (short attention rows are dominated by those).
-// n = 1 gives exactly [1] (E2, whatever the exp functor).
+// n = 1 gives exactly [1] (E2, whatever the exp functor). short_row_of takes the row's values
+// already in registers (the lanes past n hold -inf).
 template <class A, class T, bool Scaled, std::size_t Count>
-SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n,
-                                   row_params<T> const& p) noexcept {
-  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
+SMAX_ALWAYS_INLINE void short_row_of(primitives::register_row<A, T, Count>& row, T* y,
+                                     std::size_t n, row_params<T> const& p) noexcept {
   const auto lanes = row.lane_max();
   const T max = smax::detail::horizontal_max(lanes.max);
   if (finish_special_row<A>(max, lanes.has_nan, y, n, p)) return;
@@ -62,6 +62,13 @@ SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n,
     primitives::with_short_row_exp<A, T, Scaled, Count>(
         max, p.inv_temperature, [&](auto const& e) { exponentiate_and_normalize(row, e); });
   row.store(y);
+}
+
+template <class A, class T, bool Scaled, std::size_t Count>
+SMAX_FLATTEN inline void short_row(const T* x, T* y, std::size_t n,
+                                   row_params<T> const& p) noexcept {
+  primitives::register_row<A, T, Count> row(x, n, -__builtin_huge_val());
+  short_row_of<A, T, Scaled, Count>(row, y, n, p);
 }
 
 template <class A, class T, bool Scaled>
@@ -138,9 +145,26 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 // take: other lengths, and log-softmax rows (the online form, whose second pass has no exp, suits them).
 constexpr std::size_t three_pass_max_blocks = 512;
 
-template <class A, class T, bool Scaled>
-inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
-                                       row_params<T> const& p) noexcept {
+// What a long row's first pass reads. Softmax reads x (row_source); a family whose row is a
+// function of its inputs written into y as the first pass reads them (Gumbel-softmax: z = x + g)
+// gives its own source, and the later passes read those values from y, in place. A source has
+//   range<Min>(start, len): the first pass over [start, start + len), primitives::reduce_range
+//                           of the row's values there;
+//   values(): the row's values, complete once every part of it has been through range.
+template <class A, class T>
+struct row_source {
+  const T* x;
+  template <bool Min>
+  SMAX_ALWAYS_INLINE primitives::range_result<T> range(std::size_t start,
+                                                       std::size_t len) const noexcept {
+    return primitives::reduce_range<A, Min>(x + start, len);
+  }
+  const T* values() const noexcept { return x; }
+};
+
+template <class A, class T, bool Scaled, class Source>
+inline bool try_blocked_three_pass_row_from(Source const& source, T* y, std::size_t n,
+                                            row_params<T> const& p) noexcept {
   constexpr std::size_t block = row_block<T>;
   const std::size_t blocks = (n + block - 1) / block;
   if (p.log || blocks < 2 || blocks > three_pass_max_blocks) return false;  // log: see table.hpp
@@ -153,7 +177,8 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
     // A NaN the max missed elsewhere makes the block's sum NaN (checked below).
-    const auto r = primitives::reduce_range<A, true>(x + start, len);
+    const auto r = source.template range<true>(start, len);
+    const T* const x = source.values();
     const block_kind kind = classify_block<A>(r.max, x + start, len);
     if (kind == block_kind::nan_row) {
       fill_row<A>(y, n, nan);
@@ -193,7 +218,7 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
     sum += block_sum[b] * scale;
     block_sum[b] = scale;
   }
-  if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(x, n)) {
+  if (primitives::is_nan(sum) || nan_unseen_by_sum<A>(source.values(), n)) {
     fill_row<A>(y, n, nan);
     return true;
   }
@@ -205,18 +230,24 @@ inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
   return true;
 }
 
+template <class A, class T, bool Scaled>
+inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
+                                       row_params<T> const& p) noexcept {
+  return try_blocked_three_pass_row_from<A, T, Scaled>(row_source<A, T>{x}, y, n, p);
+}
+
 // Long rows. The max pass flags no NaN (one operation per element instead of three): a NaN
 // makes the sum of exponentials NaN, which is checked once, and a NaN in a row whose maximum is
 // -inf is looked for only then. The softmax max pass also takes the minimum, which chooses the
 // cheapest exact form of the x - max error for the row (exp_minus_max).
-template <class A, class T, bool Scaled>
-inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
-  using batch = xsimd::batch<T, A>;
-  if (n <= 4 * batch::size) return short_row<A, T, Scaled>(x, y, n, p);
+template <class A, class T, bool Scaled, class Source>
+inline void three_pass_row_from(Source const& source, T* y, std::size_t n,
+                                row_params<T> const& p) noexcept {
   const T neg_inf = -__builtin_huge_val();
   const T nan = __builtin_nan("");
   if (p.log) {
-    const auto r = primitives::reduce_range<A, false>(x, n);
+    const auto r = source.template range<false>(0, n);
+    const T* const x = source.values();
     if (finish_special_row<A>(
             r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)),
             y, n, p))
@@ -230,7 +261,8 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
     write_log_softmax<A>(x, y, n, r.max, p.inv_temperature, primitives::log_of_row_sum<A, T>(s));
     return;
   }
-  const auto r = primitives::reduce_range<A, true>(x, n);
+  const auto r = source.template range<true>(0, n);
+  const T* const x = source.values();
   if (finish_special_row<A>(
           r.max, primitives::is_nan(r.max) || (primitives::is_neg_inf(r.max) && has_nan<A>(x, n)),
           y, n, p))
@@ -242,6 +274,13 @@ inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const&
       });
   if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, n)) return fill_row<A>(y, n, nan);
   primitives::map<A>(y, y, n, primitives::normalizer<A, T>(1.0, s));
+}
+
+template <class A, class T, bool Scaled>
+inline void three_pass_row(const T* x, T* y, std::size_t n, row_params<T> const& p) noexcept {
+  using batch = xsimd::batch<T, A>;
+  if (n <= 4 * batch::size) return short_row<A, T, Scaled>(x, y, n, p);
+  three_pass_row_from<A, T, Scaled>(row_source<A, T>{x}, y, n, p);
 }
 
 // The blocked form where it applies (2 to 512 blocks), the reloading three passes otherwise.

@@ -2,6 +2,7 @@
 // Row maximum with explicit NaN detection (docs/edge_cases.md): SIMD max treats NaN differently on
 // x86 and NEON and by operand order, so NaN is flagged separately and never relied on to propagate.
 
+#include "map_reduce.hpp"
 #include "partial.hpp"
 #include "special.hpp"
 
@@ -100,6 +101,58 @@ SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noex
   if (i < n) {
     m1 = xsimd::max(m1, load_partial<A>(x + i, n - i, -inf));
     if (Min) l1 = xsimd::min(l1, load_partial<A>(x + i, n - i, inf));
+  }
+  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+  const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : inf;
+  return {detail::horizontal_max(m), min};
+}
+
+// z = x + g stored (z may be x or g) and reduce_range of z, in one pass: a row's first pass when
+// its values are a sum of two inputs (Gumbel-softmax's x + noise). Asks for x[i + next_x] and
+// g[i + next_g] as it reads x[i], g[i] where those distances are not 0 (a hint: never faults).
+template <class A, bool Min, class T>
+SMAX_FLATTEN inline range_result<T> add_reduce_range(const T* x, const T* g, T* z, std::size_t n,
+                                                     std::size_t next_x = 0,
+                                                     std::size_t next_g = 0) noexcept {
+  using batch = xsimd::batch<T, A>;
+  constexpr std::size_t width = batch::size;
+  const T inf = __builtin_huge_val();
+  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf);
+  batch l0(inf), l1(inf);
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    if (next_x) prefetch<A>(x + i + next_x, 4 * width * sizeof(T));
+    if (next_g) prefetch<A>(g + i + next_g, 4 * width * sizeof(T));
+    const batch v0 = batch::load_unaligned(x + i) + batch::load_unaligned(g + i);
+    const batch v1 = batch::load_unaligned(x + i + width) + batch::load_unaligned(g + i + width);
+    const batch v2 =
+        batch::load_unaligned(x + i + 2 * width) + batch::load_unaligned(g + i + 2 * width);
+    const batch v3 =
+        batch::load_unaligned(x + i + 3 * width) + batch::load_unaligned(g + i + 3 * width);
+    v0.store_unaligned(z + i);
+    v1.store_unaligned(z + i + width);
+    v2.store_unaligned(z + i + 2 * width);
+    v3.store_unaligned(z + i + 3 * width);
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    if (Min) {
+      l0 = xsimd::min(l0, xsimd::min(v0, v1));
+      l1 = xsimd::min(l1, xsimd::min(v2, v3));
+    }
+  }
+  for (; i + width <= n; i += width) {
+    const batch v = batch::load_unaligned(x + i) + batch::load_unaligned(g + i);
+    v.store_unaligned(z + i);
+    m0 = xsimd::max(m0, v);
+    if (Min) l0 = xsimd::min(l0, v);
+  }
+  if (i < n) {
+    store_partial<A>(z + i, n - i,
+                     load_partial<A>(x + i, n - i, T(0)) + load_partial<A>(g + i, n - i, T(0)));
+    m1 = xsimd::max(m1, load_partial<A>(z + i, n - i, -inf));
+    if (Min) l1 = xsimd::min(l1, load_partial<A>(z + i, n - i, inf));
   }
   const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
   const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : inf;
