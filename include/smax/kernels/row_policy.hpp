@@ -145,10 +145,11 @@ inline void write_log_softmax(const T* x, T* y, std::size_t n, T max, T inv_t,
   });
 }
 
-// 1/T below this (T above 1e36 for float, 1e305 for double) lets exp((x - max)/T) be nonzero for
-// an x - max beyond the largest finite value, which the vector kernels' difference overflows
-// to -inf: such calls take wide_range_row. So do calls whose 1/T overflows (T below 1/FLT_MAX,
-// 1/DBL_MAX: row_params::divisor), where (x - max)·(1/T) would be 0·inf at the maximum.
+// 1/T below this (T above FLT_MAX/1024 ≈ 3.3e35 for float, DBL_MAX/1024 ≈ 1.8e305 for double)
+// lets exp((x - max)/T) be nonzero for an x - max beyond the largest finite value, which the
+// vector kernels' difference overflows to -inf: such calls take wide_range_row. So do calls
+// whose 1/T overflows (T below 1/FLT_MAX, 1/DBL_MAX: row_params::divisor), where
+// (x - max)·(1/T) would be 0·inf at the maximum.
 template <class T>
 constexpr T wide_range_inv_temperature = T(1024) / std::numeric_limits<T>::max();
 
@@ -159,8 +160,8 @@ constexpr T huge_inv_temperature = std::numeric_limits<T>::max() / 16;
 
 // A row at such a temperature, in scalar code: x - max in double (float rows, and double rows
 // with T <= 1) or as x/2 - max/2 (double rows with T > 1, scaled by 2/T), the exponentials and
-// the sum in double. A rare path (T > 1e36, or T < 5e-38) that needs no speed. For double rows
-// with T > 1, 2/T is formed as (1/T)·2^61 and the difference taken 2^-60 times (both exact): 2/T
+// the sum in double. A rare path (float: T > 3.3e35, or T < 4.7e-38) that needs no speed. For
+// double rows with T > 1, 2/T is formed as (1/T)·2^61 and the difference taken 2^-60 times (both exact): 2/T
 // itself can be subnormal (T > 9e307), which a flush-to-zero mode would make 0 (and a masked
 // entry's -inf·0 NaN). Where 1/T overflows, the difference is divided by T: x - max then
 // overflows only where (x - max)/T does.

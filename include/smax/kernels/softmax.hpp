@@ -167,7 +167,7 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
   const row_params<T> p{inv_temperature, (flags & flag_log) != 0,
                         (flags & flag_zero_masked_rows) != 0};
   if (scaled && (inv_temperature < wide_range_inv_temperature<T> ||
-                 inv_temperature > huge_inv_temperature<T>)) {  // T > 1e36 or < 5e-38: scalar
+                 inv_temperature > huge_inv_temperature<T>)) {  // T > 3.3e35 or < 4.7e-38: scalar
     for (std::size_t r = 0; r < rows; ++r) wide_range_row<A>(x + r * ldx, y + r * ldy, cols, p);
     return;
   }

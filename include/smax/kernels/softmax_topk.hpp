@@ -194,7 +194,7 @@ inline void fill_slots(T* values, std::int64_t* indices, std::size_t from, std::
 }
 
 // How a row's exponentials are scaled: 1/T applied as a product (ordinary temperatures, the
-// vector pass), or the scalar wide-range form of softmax (T > 1e36 or T < 5e-38, where the
+// vector pass), or the scalar wide-range form of softmax (T > 3.3e35 or T < 4.7e-38, where the
 // vector kernels' constants would overflow).
 enum class scale_kind { unit, scaled, wide };
 
