@@ -321,6 +321,74 @@ void check_fused_normalize() {
   }
 }
 
+// Pass 1 of a chunked 16-bit row read as 16-bit values (softmax_table::online_reduce on bf16 /
+// fp16): the bits of the float pass on the widened chunk (its maximum and sum), for lengths
+// around the vector widths and the 8 KiB blocks, chunks at every offset of a longer row (the
+// next block asked for inside it or not), masked entries and masked blocks, a NaN or +inf in a
+// later block, every entry masked, temperatures, FTZ/DAZ set and clear; and false, nothing set,
+// where the float path is needed.
+template <class A, class H>
+void check_fused_reduce() {
+  using table = smax::kernels::softmax_table<A>;
+  using convert = smax::kernels::convert_table<A>;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  std::mt19937 rng(23);
+  const std::size_t block = 8192 / sizeof(float);
+  for (std::size_t n : {std::size_t(1), std::size_t(15), std::size_t(16), std::size_t(17),
+                        std::size_t(63), std::size_t(65), std::size_t(1000), block - 1, block,
+                        block + 1, 2 * block, 3 * block + 37, std::size_t(8192)})
+    for (int kind = 0; kind < 6; ++kind) {
+      std::uniform_real_distribution<float> u(kind == 4 ? -200.f : -8.f, 8.f);
+      std::vector<H> row(n + 3 * block + 40);
+      for (auto& v : row) v = H(u(rng));
+      if (kind == 1 && n > 5) row[20 % n] = H(-inf);  // a masked entry, and a masked block
+      if (kind == 1 && n > block)
+        for (std::size_t i = block; i < 2 * block && i < n; ++i) row[i] = H(-inf);
+      if (kind == 2) row[n - 1] = H(nan);        // in the last block
+      if (kind == 3) row[(2 * n) / 3] = H(inf);  // in a later block of the longer rows
+      if (kind == 5)
+        for (std::size_t i = 0; i < n; ++i) row[i] = H(-inf);  // every entry masked
+      for (std::size_t offset : {std::size_t(0), std::size_t(5)})
+        for (std::size_t rest : {n, n + 3 * block})
+          for (float temperature : {1.0f, 0.7f, 3.0f})
+            for (bool ftz : {false, true}) {
+              flush_to_zero mode(ftz);
+              const H* x = row.data() + offset;
+              std::vector<float> wide(n);
+              convert::widen(x, wide.data(), n);
+              float want_max = 0, got_max = 0;
+              double want_sum = 0, got_sum = 0;
+              table::online_reduce(wide.data(), n, temperature, &want_max, &want_sum);
+              ASSERT_TRUE(table::online_reduce(x, n, rest, temperature, &got_max, &got_sum));
+              const bool nan_max = std::isnan(want_max);
+              ASSERT_TRUE(nan_max ? std::isnan(got_max) : got_max == want_max)
+                  << "n " << n << ", kind " << kind << ": max " << got_max << " vs " << want_max;
+              ASSERT_EQ(std::memcmp(&got_sum, &want_sum, sizeof(double)), 0)
+                  << "n " << n << ", kind " << kind << ", offset " << offset << ", rest " << rest
+                  << ", T " << temperature << ", FTZ " << ftz << ": sum " << got_sum << " vs "
+                  << want_sum;
+            }
+    }
+  // The float path's cases: false, nothing set.
+  const std::vector<H> x(40, H(1.0f));
+  for (float temperature : {0.0f, -1.0f, nan, inf, 1e37f, 1e-38f}) {
+    float max = 123;
+    double sum = 456;
+    EXPECT_FALSE(table::online_reduce(x.data(), 40, 40, temperature, &max, &sum)) << temperature;
+    EXPECT_EQ(max, 123.0f);
+    EXPECT_EQ(sum, 456.0);
+  }
+}
+
+TYPED_TEST(half_convert_test, bf16_softmax_pass_one_equals_the_float_pass) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  check_fused_reduce<typename TypeParam::arch, smax::bf16>();
+}
+TYPED_TEST(half_convert_test, fp16_softmax_pass_one_equals_the_float_pass) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  check_fused_reduce<typename TypeParam::arch, smax::fp16>();
+}
+
 TYPED_TEST(half_convert_test, bf16_softmax_pass_two_equals_the_float_pass) {
   SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
   check_fused_normalize<typename TypeParam::arch, smax::bf16>();

@@ -91,8 +91,15 @@ struct softmax_like_family : family_defaults {
                                                 flags(opts), s.max, s.sum);
   }
 
-  // The same for a chunk of a 16-bit row of row_length entries (api/half.hpp), read and written
-  // as 16-bit values; false where the chunk needs normalize_chunk on its widened floats.
+  // The same for a chunk of a 16-bit row (api/half.hpp), read as 16-bit values (and written as
+  // such, for a row of row_length entries); false where the chunk needs reduce_chunk or
+  // normalize_chunk on its widened floats.
+  template <class A, class H>
+  static bool reduce_chunk(A, const H* x, std::size_t n, std::size_t row_rest, options const& opts,
+                           online_state<float>& s) noexcept {
+    return kernels::softmax_table<A>::online_reduce(
+        x, n, row_rest, static_cast<float>(opts.temperature), &s.max, &s.sum);
+  }
   template <class A, class H>
   static bool normalize_chunk(A, online_state<float> const& s, const H* x, H* y, std::size_t n,
                               std::size_t row_length, options const& opts) noexcept {

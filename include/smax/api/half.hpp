@@ -84,8 +84,19 @@ void forward_half_chunks(const In* x, std::size_t ldx, Out* y, std::size_t ldy,
     state s{};
     for (std::size_t first = 0; first < cols; first += chunk) {
       const std::size_t count = cols - first < chunk ? cols - first : chunk;
-      const float* xc = floats(first, count);
-      Dispatch::visit([&](auto a) { s = Family::merge_chunks(s, Family::reduce_chunk(a, xc, count, opts), opts); });
+      // A 16-bit chunk straight from x (widened a block at a time in registers and L1, the same
+      // bits), else through the tile.
+      state part{};
+      bool done = false;
+      if constexpr (!std::is_same_v<In, float>)
+        Dispatch::visit([&](auto a) {
+          done = Family::reduce_chunk(a, xr + first, count, cols - first, opts, part);
+        });
+      if (!done) {
+        const float* xc = floats(first, count);
+        Dispatch::visit([&](auto a) { part = Family::reduce_chunk(a, xc, count, opts); });
+      }
+      s = Family::merge_chunks(s, part, opts);
     }
     // Pass 2 straight from x to y where both are 16-bit (widened and narrowed a vector at a time,
     // the same bits; past the cache when the row is larger than it).

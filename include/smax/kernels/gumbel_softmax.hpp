@@ -351,6 +351,7 @@ constexpr std::size_t noise_block_prefetch_min_bytes = std::size_t(1) << 20;
 // the next row of a batch (next_x, next_g: its distances, 0 for none).
 template <class A, class T>
 struct noisy_row_source {
+  static constexpr bool reads_ahead = true;
   const T* x;
   const T* g;
   T* z;
@@ -366,6 +367,7 @@ struct noisy_row_source {
     return primitives::add_reduce_range<A, Min>(x + start, g + start, z + start, len, ahead_x,
                                                 ahead_g);
   }
+  const T* block(std::size_t start) const noexcept { return z + start; }
   const T* values() const noexcept { return z; }
 };
 

@@ -8,6 +8,7 @@
 
 #include "../primitives/map_reduce.hpp"
 #include "../primitives/partial.hpp"
+#include "../primitives/reduce_max.hpp"
 #include "../primitives/special.hpp"
 #include "../primitives/stream.hpp"
 
@@ -87,6 +88,30 @@ inline block_kind classify_block(T max, const T* x, std::size_t n) noexcept {
     return has_nan<A>(x, n) ? block_kind::nan_row : block_kind::masked;
   return block_kind::ordinary;
 }
+
+// What a long row's passes read. Softmax reads x (row_source). A family whose row is a function
+// of its inputs gives its own source, whose first pass over a part of the row (range) leaves the
+// values where block() points: Gumbel-softmax writes z = x + g into y (gumbel_softmax.hpp), a
+// 16-bit row is widened a block at a time into a float buffer (softmax.hpp). A source has
+//   range<Min>(start, len): the first pass over [start, start + len): primitives::reduce_range
+//                           of the row's values there;
+//   block(start):           the values of [start, start + len) after that range call;
+//   values():               the whole row's values (sources whose values stay where range left
+//                           them: the three-pass kernels read the row again after its first pass);
+//   reads_ahead:            whether range asks for the next block itself (else a kernel may ask
+//                           for it from block(start) + len, while it exponentiates the block).
+template <class A, class T>
+struct row_source {
+  static constexpr bool reads_ahead = false;
+  const T* x;
+  template <bool Min>
+  SMAX_ALWAYS_INLINE primitives::range_result<T> range(std::size_t start,
+                                                       std::size_t len) const noexcept {
+    return primitives::reduce_range<A, Min>(x + start, len);
+  }
+  const T* block(std::size_t start) const noexcept { return x + start; }
+  const T* values() const noexcept { return x; }
+};
 
 // Decides a row from its maximum: NaN (any NaN or +inf), masked (max = -inf) or ordinary.
 // Returns true when the row has been written.

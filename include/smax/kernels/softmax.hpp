@@ -80,6 +80,14 @@ struct softmax_table {
   // NaN, +inf or masked row, a temperature outside the vector kernels' range).
   static bool online_normalize(const bf16* x, bf16* y, std::size_t n, std::size_t row_length,
                                float temperature, unsigned flags, float max, double sum) noexcept;
+  // Pass 1 of a 16-bit chunk, computed in float: the bits of online_reduce on the widened chunk,
+  // with no float row in between. Returns false, having set nothing, for a temperature off the
+  // vector kernels' path (invalid, or 1/T outside their range): the float form is needed there.
+  // row_rest: the entries of the row from x on (>= n), among which it asks for the next ones.
+  static bool online_reduce(const bf16* x, std::size_t n, std::size_t row_rest, float temperature,
+                            float* max, double* sum) noexcept;
+  static bool online_reduce(const fp16* x, std::size_t n, std::size_t row_rest, float temperature,
+                            float* max, double* sum) noexcept;
   static bool online_normalize(const fp16* x, fp16* y, std::size_t n, std::size_t row_length,
                                float temperature, unsigned flags, float max, double sum) noexcept;
   // The middle axis of a tensor without transposing it (softmax_axis.hpp): columns [0, width) of
@@ -286,6 +294,83 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     online_normalize_row<A, T, false>(x, y, n, s, p);
 }
 
+// A 16-bit row's values for pass 1 (a source of softmax_online.hpp's online_reduce_row_from; see
+// row_policy.hpp): each block widened into a float buffer of row_block<float> as its range is
+// taken, with the next block of 16-bit values asked for meanwhile, so the row is read from memory
+// once, while the previous block's exponentials keep the core busy, and never held in float.
+// The blocks' floats are those of the whole row widened (exactly), so pass 1 has the bits it has
+// on that float row.
+template <class A, class H>
+struct widened_source {
+  static constexpr bool reads_ahead = true;
+  const H* x;
+  std::size_t readable;  // entries of the row from x on (the next block is asked for inside them)
+  float* buffer;
+  template <bool Min>
+  SMAX_ALWAYS_INLINE primitives::range_result<float> range(std::size_t start,
+                                                           std::size_t len) const noexcept {
+    using batch = xsimd::batch<float, A>;
+    constexpr std::size_t width = batch::size;
+    const float inf = __builtin_huge_val();
+    const H* const from = x + start;
+    const std::size_t ahead = start + 2 * len <= readable ? len : 0;
+    batch m0(-inf), m1(-inf), m2(-inf), m3(-inf), l0(inf), l1(inf);
+    std::size_t i = 0;
+    for (; i + 4 * width <= len; i += 4 * width) {
+      if (ahead) primitives::prefetch<A>(from + i + ahead, 4 * width * sizeof(H));
+      const batch v0 = convert_detail::load_widened<A, H>(from + i);
+      const batch v1 = convert_detail::load_widened<A, H>(from + i + width);
+      const batch v2 = convert_detail::load_widened<A, H>(from + i + 2 * width);
+      const batch v3 = convert_detail::load_widened<A, H>(from + i + 3 * width);
+      v0.store_aligned(buffer + i);
+      v1.store_aligned(buffer + i + width);
+      v2.store_aligned(buffer + i + 2 * width);
+      v3.store_aligned(buffer + i + 3 * width);
+      m0 = xsimd::max(m0, v0);
+      m1 = xsimd::max(m1, v1);
+      m2 = xsimd::max(m2, v2);
+      m3 = xsimd::max(m3, v3);
+      if (Min) {
+        l0 = xsimd::min(l0, xsimd::min(v0, v1));
+        l1 = xsimd::min(l1, xsimd::min(v2, v3));
+      }
+    }
+    for (; i + width <= len; i += width) {
+      const batch v = convert_detail::load_widened<A, H>(from + i);
+      v.store_aligned(buffer + i);
+      m0 = xsimd::max(m0, v);
+      if (Min) l0 = xsimd::min(l0, v);
+    }
+    if (i < len) {
+      convert_table<A>::widen(from + i, buffer + i, len - i);
+      m1 = xsimd::max(m1, primitives::load_partial<A>(buffer + i, len - i, -inf));
+      if (Min) l1 = xsimd::min(l1, primitives::load_partial<A>(buffer + i, len - i, inf));
+    }
+    const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+    return {smax::detail::horizontal_max(m),
+            Min ? smax::detail::horizontal_min(xsimd::min(l0, l1)) : inf};
+  }
+  const float* block(std::size_t) const noexcept { return buffer; }
+};
+
+// Pass 1 of a 16-bit chunk (see softmax_table::online_reduce); false where the float form is
+// needed (a temperature off the vector kernels' path).
+template <class A, class H>
+inline bool online_reduce_half(const H* x, std::size_t n, std::size_t readable, float temperature,
+                               float* max, double* sum) noexcept {
+  using T = float;
+  if (!valid_temperature<A>(temperature)) return false;
+  const T inv_t = T(1) / temperature;
+  if (inv_t < wide_range_inv_temperature<T> || inv_t > huge_inv_temperature<T>) return false;
+  alignas(64) float buffer[row_block<float>];
+  const widened_source<A, H> source{x, readable > n ? readable : n, buffer};
+  const online_partial<T> s = inv_t != T(1) ? online_reduce_row_from<A, T, true>(source, n, inv_t)
+                                            : online_reduce_row_from<A, T, false>(source, n, inv_t);
+  *max = s.max;
+  *sum = s.sum;
+  return true;
+}
+
 template <class A, class H>
 inline bool online_normalize_half(const H* x, H* y, std::size_t n, std::size_t row_length,
                                   float temperature, unsigned flags, float max,
@@ -358,6 +443,16 @@ void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t 
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
 
+template <class A>
+bool softmax_table<A>::online_reduce(const bf16* x, std::size_t n, std::size_t row_rest,
+                                     float temperature, float* max, double* sum) noexcept {
+  return detail::online_reduce_half<A>(x, n, row_rest, temperature, max, sum);
+}
+template <class A>
+bool softmax_table<A>::online_reduce(const fp16* x, std::size_t n, std::size_t row_rest,
+                                     float temperature, float* max, double* sum) noexcept {
+  return detail::online_reduce_half<A>(x, n, row_rest, temperature, max, sum);
+}
 template <class A>
 bool softmax_table<A>::online_normalize(const bf16* x, bf16* y, std::size_t n,
                                         std::size_t row_length, float temperature, unsigned flags,

@@ -40,9 +40,12 @@ struct no_block_hook {
   SMAX_ALWAYS_INLINE void operator()(const T*, std::size_t, std::size_t) const noexcept {}
 };
 
-template <class A, class T, bool Scaled, bool Log = false, class OnBlock = no_block_hook>
-inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
-                                           OnBlock const& on_block = OnBlock{}) noexcept {
+// The row's values come from a source (row_policy.hpp's row_source: x itself; a 16-bit row's
+// widened blocks), a block at a time.
+template <class A, class T, bool Scaled, bool Log = false, class OnBlock = no_block_hook,
+          class Source>
+inline online_partial<T> online_reduce_row_from(Source const& source, std::size_t n, T inv_t,
+                                                OnBlock const& on_block = OnBlock{}) noexcept {
   const T inf = __builtin_huge_val();
   const online_partial<T> nan_state{static_cast<T>(__builtin_nan("")), 0.0};
   online_partial<T> state{-inf, 0.0, inf};
@@ -51,21 +54,23 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
     const std::size_t len = n - b < row_block<T> ? n - b : row_block<T>;
     // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row). The
     // minimum chooses softmax's exp form; log-softmax does not need it.
-    const auto r = primitives::reduce_range<A, !Log>(x + b, len);
-    const block_kind kind = classify_block<A>(r.max, x + b, len);
+    const auto r = source.template range<!Log>(b, len);
+    const T* const x = source.block(b);
+    const block_kind kind = classify_block<A>(r.max, x, len);
     if (kind == block_kind::nan_row) return nan_state;
     if (kind == block_kind::masked) continue;  // contributes nothing
     if constexpr (std::is_invocable_v<OnBlock const&, const T*, std::size_t, std::size_t, T>)
-      on_block(x + b, b, len, r.max);
+      on_block(x, b, len, r.max);
     else
-      on_block(x + b, b, len);
+      on_block(x, b, len);
     const bool grew = r.max > state.max;
     const T old_max = state.max;
     if (grew) state.max = r.max;
     if (r.min < state.min) state.min = r.min;
     // While the block is summed from L1, the next one is prefetched: otherwise memory would sit
-    // idle through the exp and the max pass would wait for it.
-    const std::size_t ahead = b + 2 * row_block<T> <= n ? row_block<T> : 0;
+    // idle through the exp and the max pass would wait for it (a source that reads ahead itself
+    // has asked for it already).
+    const std::size_t ahead = !Source::reads_ahead && b + 2 * row_block<T> <= n ? row_block<T> : 0;
     auto block_sum = [&](auto const& e) {
       if (grew) {
         if (state.sum != 0.0)
@@ -73,12 +78,12 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
                                                            Scaled ? inv_t : T(1));
         shift = e.shift();
       }
-      return primitives::map_sum<A, false>(x + b, static_cast<T*>(nullptr), len, -inf, e, ahead);
+      return primitives::map_sum<A, false>(x, static_cast<T*>(nullptr), len, -inf, e, ahead);
     };
     const double s =
         Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
             : primitives::with_shifted_exp<A, T, Scaled>(state.max, r.min, inv_t, block_sum);
-    if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x + b, len)) return nan_state;
+    if (primitives::is_nan(s) || nan_unseen_by_sum<A>(x, len)) return nan_state;
     state.sum += s;
   }
   if (primitives::is_neg_inf(state.max)) {
@@ -89,6 +94,12 @@ inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
   state.sum *= primitives::exp_of_difference(
       shift, primitives::product_shift(state.max, Scaled ? inv_t : T(1)));
   return state;
+}
+
+template <class A, class T, bool Scaled, bool Log = false, class OnBlock = no_block_hook>
+inline online_partial<T> online_reduce_row(const T* x, std::size_t n, T inv_t,
+                                           OnBlock const& on_block = OnBlock{}) noexcept {
+  return online_reduce_row_from<A, T, Scaled, Log>(row_source<A, T>{x}, n, inv_t, on_block);
 }
 
 // Rows past L2 are read from memory while the exp keeps the core busy: prefetching 8 KiB ahead

@@ -145,23 +145,6 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 // take: other lengths, and log-softmax rows (the online form, whose second pass has no exp, suits them).
 constexpr std::size_t three_pass_max_blocks = 512;
 
-// What a long row's first pass reads. Softmax reads x (row_source); a family whose row is a
-// function of its inputs written into y as the first pass reads them (Gumbel-softmax: z = x + g)
-// gives its own source, and the later passes read those values from y, in place. A source has
-//   range<Min>(start, len): the first pass over [start, start + len), primitives::reduce_range
-//                           of the row's values there;
-//   values(): the row's values, complete once every part of it has been through range.
-template <class A, class T>
-struct row_source {
-  const T* x;
-  template <bool Min>
-  SMAX_ALWAYS_INLINE primitives::range_result<T> range(std::size_t start,
-                                                       std::size_t len) const noexcept {
-    return primitives::reduce_range<A, Min>(x + start, len);
-  }
-  const T* values() const noexcept { return x; }
-};
-
 template <class A, class T, bool Scaled, class Source>
 inline bool try_blocked_three_pass_row_from(Source const& source, T* y, std::size_t n,
                                             row_params<T> const& p) noexcept {
