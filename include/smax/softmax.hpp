@@ -94,6 +94,15 @@ struct softmax_like_family : family_defaults {
   // The same for a chunk of a 16-bit row (api/half.hpp), read as 16-bit values (and written as
   // such, for a row of row_length entries); false where the chunk needs reduce_chunk or
   // normalize_chunk on its widened floats.
+  // Rows of 16-bit values into float rows (api/half.hpp's tile), widened by the kernels' first
+  // pass; false, nothing written, where the rows need widening first.
+  static constexpr bool widens_in_first_pass = true;
+  template <class A, class H>
+  static bool forward_widened(A, const H* x, std::size_t ldx, float* y, std::size_t ldy,
+                              std::size_t rows, std::size_t cols, options const& opts) noexcept {
+    return kernels::softmax_table<A>::forward_widened(
+        x, ldx, y, ldy, rows, cols, static_cast<float>(opts.temperature), flags(opts));
+  }
   template <class A, class H>
   static bool reduce_chunk(A, const H* x, std::size_t n, std::size_t row_rest, options const& opts,
                            online_state<float>& s) noexcept {

@@ -98,6 +98,9 @@ struct family_defaults {
   static constexpr double masked_row = 0.0;
   static constexpr bool reports_rows = false;
   static constexpr bool splits_long_rows = false;
+  // Whether the family's kernels widen 16-bit rows in their first pass (forward_widened, used by
+  // api/half.hpp) rather than from a widened float tile.
+  static constexpr bool widens_in_first_pass = false;
   // Whether the family normalises the middle axis of a tensor natively on T (forward_axis, used
   // by api/axis.hpp) rather than through its rows form on gathered columns.
   template <class T>

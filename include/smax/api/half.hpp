@@ -138,6 +138,17 @@ rows_result_t<Family> forward_half(const In* x, std::size_t ldx, Out* y, std::si
     } else {
       for (std::size_t first = 0; first < rows; first += per_tile) {
         const std::size_t count = rows - first < per_tile ? rows - first : per_tile;
+        bool widened = false;
+        if constexpr (Family::widens_in_first_pass && !std::is_same_v<In, float>)
+          Dispatch::visit([&](auto a) {
+            widened =
+                Family::forward_widened(a, x + first * ldx, ldx, tile, cols, count, cols, opts);
+          });
+        if (widened) {
+          for (std::size_t r = 0; r < count; ++r)
+            narrow_row<Dispatch>(tile + r * cols, y + (first + r) * ldy, cols);
+          continue;
+        }
         const float* xs;
         std::size_t ldxs;
         if constexpr (std::is_same_v<In, float>) {

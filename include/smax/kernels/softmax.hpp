@@ -83,6 +83,17 @@ struct softmax_table {
   // Pass 1 of a 16-bit chunk, computed in float: the bits of online_reduce on the widened chunk,
   // with no float row in between. Returns false, having set nothing, for a temperature off the
   // vector kernels' path (invalid, or 1/T outside their range): the float form is needed there.
+  // Softmax / log-softmax (flags as forward, the automatic algorithm) of rows of 16-bit values
+  // into float rows y, the widening done by the kernels' first pass: the bits of forward on the
+  // widened rows. Returns false, having written nothing, where that call would not run the
+  // three-pass kernels (a temperature off the vector path, log-softmax rows past 64 KiB of floats,
+  // softmax rows past 4 MiB).
+  static bool forward_widened(const bf16* x, std::size_t ldx, float* y, std::size_t ldy,
+                              std::size_t rows, std::size_t cols, float temperature,
+                              unsigned flags) noexcept;
+  static bool forward_widened(const fp16* x, std::size_t ldx, float* y, std::size_t ldy,
+                              std::size_t rows, std::size_t cols, float temperature,
+                              unsigned flags) noexcept;
   // row_rest: the entries of the row from x on (>= n), among which it asks for the next ones.
   static bool online_reduce(const bf16* x, std::size_t n, std::size_t row_rest, float temperature,
                             float* max, double* sum) noexcept;
@@ -300,6 +311,58 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
 // once, while the previous block's exponentials keep the core busy, and never held in float.
 // The blocks' floats are those of the whole row widened (exactly), so pass 1 has the bits it has
 // on that float row.
+// to[i] = float(from[i]) for i < len, and the range of those floats (as reduce_range), asking for
+// from[i + ahead] meanwhile where ahead is not 0. `to` is aligned to 64 bytes.
+template <class A, bool Min, class H>
+SMAX_FLATTEN inline primitives::range_result<float> widen_range(const H* from, float* to,
+                                                                std::size_t len,
+                                                                std::size_t ahead) noexcept {
+  using batch = xsimd::batch<float, A>;
+  constexpr std::size_t width = batch::size;
+  const float inf = __builtin_huge_val();
+  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf), l0(inf), l1(inf);
+  std::size_t i = 0;
+  for (; i + 4 * width <= len; i += 4 * width) {
+    if (ahead) primitives::prefetch<A>(from + i + ahead, 4 * width * sizeof(H));
+    const batch v0 = convert_detail::load_widened<A, H>(from + i);
+    const batch v1 = convert_detail::load_widened<A, H>(from + i + width);
+    const batch v2 = convert_detail::load_widened<A, H>(from + i + 2 * width);
+    const batch v3 = convert_detail::load_widened<A, H>(from + i + 3 * width);
+    v0.store_unaligned(to + i);
+    v1.store_unaligned(to + i + width);
+    v2.store_unaligned(to + i + 2 * width);
+    v3.store_unaligned(to + i + 3 * width);
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    if (Min) {
+      l0 = xsimd::min(l0, xsimd::min(v0, v1));
+      l1 = xsimd::min(l1, xsimd::min(v2, v3));
+    }
+  }
+  for (; i + width <= len; i += width) {
+    const batch v = convert_detail::load_widened<A, H>(from + i);
+    v.store_unaligned(to + i);
+    m0 = xsimd::max(m0, v);
+    if (Min) l0 = xsimd::min(l0, v);
+  }
+  if (i < len) {
+    convert_table<A>::widen(from + i, to + i, len - i);
+    m1 = xsimd::max(m1, primitives::load_partial<A>(to + i, len - i, -inf));
+    if (Min) l1 = xsimd::min(l1, primitives::load_partial<A>(to + i, len - i, inf));
+  }
+  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+  return {smax::detail::horizontal_max(m),
+          Min ? smax::detail::horizontal_min(xsimd::min(l0, l1)) : inf};
+}
+
+// A 16-bit row's values for pass 1 (a source of softmax_online.hpp's online_reduce_row_from; see
+// row_policy.hpp): each block widened into a float buffer of row_block<float> as its range is
+// taken, with the next block of 16-bit values asked for meanwhile, so the row is read from memory
+// once, while the previous block's exponentials keep the core busy, and never held in float.
+// The blocks' floats are those of the whole row widened (exactly), so pass 1 has the bits it has
+// on that float row.
 template <class A, class H>
 struct widened_source {
   static constexpr bool reads_ahead = true;
@@ -309,49 +372,115 @@ struct widened_source {
   template <bool Min>
   SMAX_ALWAYS_INLINE primitives::range_result<float> range(std::size_t start,
                                                            std::size_t len) const noexcept {
-    using batch = xsimd::batch<float, A>;
-    constexpr std::size_t width = batch::size;
-    const float inf = __builtin_huge_val();
-    const H* const from = x + start;
-    const std::size_t ahead = start + 2 * len <= readable ? len : 0;
-    batch m0(-inf), m1(-inf), m2(-inf), m3(-inf), l0(inf), l1(inf);
-    std::size_t i = 0;
-    for (; i + 4 * width <= len; i += 4 * width) {
-      if (ahead) primitives::prefetch<A>(from + i + ahead, 4 * width * sizeof(H));
-      const batch v0 = convert_detail::load_widened<A, H>(from + i);
-      const batch v1 = convert_detail::load_widened<A, H>(from + i + width);
-      const batch v2 = convert_detail::load_widened<A, H>(from + i + 2 * width);
-      const batch v3 = convert_detail::load_widened<A, H>(from + i + 3 * width);
-      v0.store_aligned(buffer + i);
-      v1.store_aligned(buffer + i + width);
-      v2.store_aligned(buffer + i + 2 * width);
-      v3.store_aligned(buffer + i + 3 * width);
-      m0 = xsimd::max(m0, v0);
-      m1 = xsimd::max(m1, v1);
-      m2 = xsimd::max(m2, v2);
-      m3 = xsimd::max(m3, v3);
-      if (Min) {
-        l0 = xsimd::min(l0, xsimd::min(v0, v1));
-        l1 = xsimd::min(l1, xsimd::min(v2, v3));
-      }
-    }
-    for (; i + width <= len; i += width) {
-      const batch v = convert_detail::load_widened<A, H>(from + i);
-      v.store_aligned(buffer + i);
-      m0 = xsimd::max(m0, v);
-      if (Min) l0 = xsimd::min(l0, v);
-    }
-    if (i < len) {
-      convert_table<A>::widen(from + i, buffer + i, len - i);
-      m1 = xsimd::max(m1, primitives::load_partial<A>(buffer + i, len - i, -inf));
-      if (Min) l1 = xsimd::min(l1, primitives::load_partial<A>(buffer + i, len - i, inf));
-    }
-    const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
-    return {smax::detail::horizontal_max(m),
-            Min ? smax::detail::horizontal_min(xsimd::min(l0, l1)) : inf};
+    return widen_range<A, Min>(x + start, buffer, len, start + 2 * len <= readable ? len : 0);
   }
   const float* block(std::size_t) const noexcept { return buffer; }
 };
+
+// A 16-bit row widened into the float row y by the first pass of softmax's row kernels
+// (three-pass, blocked), which then run on y in place; the first pass of the row's last part asks
+// for the next row's x (next_x entries on, 0 for none).
+template <class A, class H>
+struct widened_row_source {
+  static constexpr bool reads_ahead = true;
+  const H* x;
+  float* y;
+  std::size_t n;
+  std::size_t next_x;
+  template <bool Min>
+  SMAX_ALWAYS_INLINE primitives::range_result<float> range(std::size_t start,
+                                                           std::size_t len) const noexcept {
+    return widen_range<A, Min>(x + start, y + start, len,
+                               start + len >= n && next_x ? next_x - start : 0);
+  }
+  const float* block(std::size_t start) const noexcept { return y + start; }
+  const float* values() const noexcept { return y; }
+};
+
+// A short row (Count registers of B) of 16-bit values widened into registers (the lanes past n
+// hold -inf) and normalised there by softmax's short-row kernel into the float row y.
+template <class B, class H, bool Scaled, std::size_t Count>
+SMAX_FLATTEN inline void widened_short_row(const H* x, float* y, std::size_t n,
+                                           row_params<float> const& p) noexcept {
+  using batch = xsimd::batch<float, B>;
+  constexpr std::size_t width = batch::size;
+  primitives::register_row<B, float, Count> row;
+  row.last = n - (Count - 1) * width;
+  primitives::unroll<Count - 1>([&](auto j) SMAX_INLINE_LAMBDA {
+    row.v[j] = convert_detail::load_widened<B, H>(x + j * width);
+  });
+  if (row.last == width) {
+    row.v[Count - 1] = convert_detail::load_widened<B, H>(x + (Count - 1) * width);
+  } else {
+    alignas(64) float tail[width];
+    convert_table<B>::widen(x + (Count - 1) * width, tail, row.last);
+    row.v[Count - 1] = primitives::load_partial<B>(tail, row.last, -float(__builtin_huge_val()));
+  }
+  short_row_of<B, float, Scaled, Count>(row, y, n, p);
+}
+
+// Softmax / log-softmax of rows of 16-bit values into float rows y, the widening done by the
+// first pass (see softmax_table::forward_widened): the choices of forward_rows_scaled (flush
+// guard, register rows, three-pass or blocked kernel), so each row has the bits of that call on
+// the widened rows.
+template <class A, class H, bool Scaled>
+inline void widened_rows(const H* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
+                         std::size_t cols, row_params<float> const& p) noexcept {
+  using T = float;
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  const bool one_short_row = rows == 1 && cols <= 4 * width;
+  [[maybe_unused]] const flush_subnormal_results<A> ftz(
+      one_short_row || p.inv_temperature > flush_max_scale<T> ? 0 : rows * cols);
+  if (cols <= width) {
+    using B = smax::detail::short_row_arch<A>;
+    primitives::with_register_count<B, T>(cols, [&](auto count) SMAX_INLINE_LAMBDA {
+      for (std::size_t r = 0; r < rows; ++r)
+        widened_short_row<B, H, Scaled, decltype(count)::value>(x + r * ldx, y + r * ldy, cols, p);
+    });
+    return;
+  }
+  if (cols <= 4 * width) {
+    primitives::with_register_count<A, T>(cols, [&](auto count) SMAX_INLINE_LAMBDA {
+      for (std::size_t r = 0; r < rows; ++r)
+        widened_short_row<A, H, Scaled, decltype(count)::value>(x + r * ldx, y + r * ldy, cols, p);
+    });
+    return;
+  }
+  const bool prefetch = cols * sizeof(T) >= prefetch_min_bytes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const bool ahead = prefetch && r + 1 < rows;
+    row_params<T> q = p;
+    q.next_output_row = ahead ? ldy : 0;
+    T* const yr = y + r * ldy;
+    const widened_row_source<A, H> source{x + r * ldx, yr, cols, ahead ? ldx : 0};
+    if (p.log || cols <= 2 * row_block<T> ||
+        !try_blocked_three_pass_row_from<A, T, Scaled>(source, yr, cols, q))
+      three_pass_row_from<A, T, Scaled>(source, yr, cols, q);
+  }
+}
+
+template <class A, class H>
+inline bool forward_widened(const H* x, std::size_t ldx, float* y, std::size_t ldy,
+                            std::size_t rows, std::size_t cols, float temperature,
+                            unsigned flags) noexcept {
+  using T = float;
+  const bool log = (flags & flag_log) != 0;
+  const std::size_t bytes = cols * sizeof(T);
+  if (!valid_temperature<A>(temperature) ||
+      bytes > (log ? log_three_pass_max_bytes : three_pass_max_bytes))
+    return false;
+  const row_params<T> p{T(1) / temperature, log, (flags & flag_zero_masked_rows) != 0};
+  if (temperature == T(1)) {
+    widened_rows<A, H, false>(x, ldx, y, ldy, rows, cols,
+                              row_params<T>{T(1), p.log, p.zero_masked_rows});
+    return true;
+  }
+  if (!(p.inv_temperature >= wide_range_inv_temperature<T> &&
+        p.inv_temperature <= huge_inv_temperature<T>))
+    return false;
+  widened_rows<A, H, true>(x, ldx, y, ldy, rows, cols, p);
+  return true;
+}
 
 // Pass 1 of a 16-bit chunk (see softmax_table::online_reduce); false where the float form is
 // needed (a temperature off the vector kernels' path).
@@ -443,6 +572,18 @@ void softmax_table<A>::online_normalize(const double* x, double* y, std::size_t 
   detail::online_normalize<A>(x, y, n, temperature, flags, max, sum);
 }
 
+template <class A>
+bool softmax_table<A>::forward_widened(const bf16* x, std::size_t ldx, float* y, std::size_t ldy,
+                                       std::size_t rows, std::size_t cols, float temperature,
+                                       unsigned flags) noexcept {
+  return detail::forward_widened<A>(x, ldx, y, ldy, rows, cols, temperature, flags);
+}
+template <class A>
+bool softmax_table<A>::forward_widened(const fp16* x, std::size_t ldx, float* y, std::size_t ldy,
+                                       std::size_t rows, std::size_t cols, float temperature,
+                                       unsigned flags) noexcept {
+  return detail::forward_widened<A>(x, ldx, y, ldy, rows, cols, temperature, flags);
+}
 template <class A>
 bool softmax_table<A>::online_reduce(const bf16* x, std::size_t n, std::size_t row_rest,
                                      float temperature, float* max, double* sum) noexcept {
