@@ -2,7 +2,9 @@
 // softmax and log-softmax with every algorithm (three-pass, blocked three-pass, online, two-pass,
 // the automatic choice), the online state (reduce chunks, merge in either order, normalise each
 // chunk), both backward passes, and the axis kernel (float columns: softmax_table::forward_axis),
-// on every instruction set, against the long-double reference.
+// on every instruction set, against the long-double reference; and the 16-bit paths of float rows
+// (forward_widened, the 16-bit online pass 1) against the float kernels on the widened rows, bit
+// for bit.
 //
 // Bounds, as the README and softmax.hpp state them: softmax relative error <= 1e-6 (double
 // 1e-14) for outputs >= the smallest normal, plus |x - m|/T·2^-22 (double 1e-14) when T != 1;
@@ -109,6 +111,52 @@ void check_backward_row(const T* x, std::size_t n, const T* y, const T* dy, cons
   }
 }
 
+// The 16-bit paths of float rows (api/half.hpp's kernels): x rounded to H, then
+// forward_widened (the kernels' first pass widens) against forward on the widened rows, and the
+// online pass 1 of each row read as H against the float pass on its widened row, bit for bit,
+// where they take the call (they may decline, having written nothing).
+template <class A, class H>
+void check_widened(std::vector<float> const& x, shape const& s, float temperature, unsigned flags,
+                   bool log, bool zero_masked_rows) {
+  using table = smax::kernels::softmax_table<A>;
+  describe("%s, %s rows from %s, rows %zu, cols %zu, ld %zu, T = %.9g, zero_masked_rows %d",
+           A::name(), log ? "log_softmax" : "softmax",
+           std::is_same_v<H, smax::bf16> ? "bf16" : "fp16", s.rows, s.cols, s.ld,
+           static_cast<double>(temperature), zero_masked_rows);
+  std::vector<H> xh(x.size());
+  std::vector<float> widened(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    xh[k] = H(x[k]);
+    widened[k] = static_cast<float>(xh[k]);
+  }
+  std::vector<float> want(x.size(), canary<float>), got(x.size(), canary<float>);
+  table::forward(widened.data(), s.ld, want.data(), s.ld, s.rows, s.cols, temperature, flags,
+                 algorithm_id::automatic);
+  if (table::forward_widened(xh.data(), s.ld, got.data(), s.ld, s.rows, s.cols, temperature,
+                             flags)) {
+    for (std::size_t k = 0; k < x.size(); ++k)
+      if (!same_bits_or_both_nan(got[k], want[k]))
+        fail(widened.data(), s.cols, k, got[k], want[k], 0,
+             "forward_widened differs from forward on the widened rows");
+  } else {
+    for (std::size_t k = 0; k < x.size(); ++k)
+      if (!same_bits_or_both_nan(got[k], canary<float>))
+        fail(widened.data(), s.cols, k, got[k], canary<float>, 0,
+             "forward_widened declined but wrote");
+  }
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    float want_max = 0, got_max = 0;
+    double want_sum = 0, got_sum = 0;
+    table::online_reduce(widened.data() + r * s.ld, s.cols, temperature, &want_max, &want_sum);
+    if (!table::online_reduce(xh.data() + r * s.ld, s.cols, s.cols, temperature, &got_max,
+                              &got_sum))
+      continue;
+    if (!same_bits_or_both_nan(got_max, want_max) || std::memcmp(&got_sum, &want_sum, 8) != 0)
+      fail(widened.data() + r * s.ld, s.cols, 0, got_sum, want_sum, 0,
+           "16-bit online_reduce differs from the float pass on the widened row");
+  }
+}
+
 template <class T>
 void run(reader& in) {
   const shape s = decode_shape(in, 5000);
@@ -143,6 +191,10 @@ void run(reader& in) {
           check_forward_row(x.data() + r * s.ld, b.y.data() + r * s.ld, s.cols, log, temperature,
                             zero_masked_rows, a);
         if (a == algorithm_id::three_pass) y_three_pass = b.y;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        check_widened<A, smax::bf16>(x, s, temperature, flags, log, zero_masked_rows);
+        check_widened<A, smax::fp16>(x, s, temperature, flags, log, zero_masked_rows);
       }
       if (!valid_temperature(temperature)) continue;  // the forward pass's NaN row is checked above
 
