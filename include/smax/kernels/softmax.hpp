@@ -305,56 +305,27 @@ inline void online_normalize(const T* x, T* y, std::size_t n, T temperature, uns
     online_normalize_row<A, T, false>(x, y, n, s, p);
 }
 
-// A 16-bit row's values for pass 1 (a source of softmax_online.hpp's online_reduce_row_from; see
-// row_policy.hpp): each block widened into a float buffer of row_block<float> as its range is
-// taken, with the next block of 16-bit values asked for meanwhile, so the row is read from memory
-// once, while the previous block's exponentials keep the core busy, and never held in float.
-// The blocks' floats are those of the whole row widened (exactly), so pass 1 has the bits it has
-// on that float row.
 // to[i] = float(from[i]) for i < len, and the range of those floats (as reduce_range), asking for
-// from[i + ahead] meanwhile where ahead is not 0. `to` is aligned to 64 bytes.
+// from[i + ahead] meanwhile where ahead is not 0.
 template <class A, bool Min, class H>
 SMAX_FLATTEN inline primitives::range_result<float> widen_range(const H* from, float* to,
                                                                 std::size_t len,
                                                                 std::size_t ahead) noexcept {
   using batch = xsimd::batch<float, A>;
-  constexpr std::size_t width = batch::size;
-  const float inf = __builtin_huge_val();
-  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf), l0(inf), l1(inf);
-  std::size_t i = 0;
-  for (; i + 4 * width <= len; i += 4 * width) {
-    if (ahead) primitives::prefetch<A>(from + i + ahead, 4 * width * sizeof(H));
-    const batch v0 = convert_detail::load_widened<A, H>(from + i);
-    const batch v1 = convert_detail::load_widened<A, H>(from + i + width);
-    const batch v2 = convert_detail::load_widened<A, H>(from + i + 2 * width);
-    const batch v3 = convert_detail::load_widened<A, H>(from + i + 3 * width);
-    v0.store_unaligned(to + i);
-    v1.store_unaligned(to + i + width);
-    v2.store_unaligned(to + i + 2 * width);
-    v3.store_unaligned(to + i + 3 * width);
-    m0 = xsimd::max(m0, v0);
-    m1 = xsimd::max(m1, v1);
-    m2 = xsimd::max(m2, v2);
-    m3 = xsimd::max(m3, v3);
-    if (Min) {
-      l0 = xsimd::min(l0, xsimd::min(v0, v1));
-      l1 = xsimd::min(l1, xsimd::min(v2, v3));
-    }
-  }
-  for (; i + width <= len; i += width) {
-    const batch v = convert_detail::load_widened<A, H>(from + i);
-    v.store_unaligned(to + i);
-    m0 = xsimd::max(m0, v);
-    if (Min) l0 = xsimd::min(l0, v);
-  }
-  if (i < len) {
-    convert_table<A>::widen(from + i, to + i, len - i);
-    m1 = xsimd::max(m1, primitives::load_partial<A>(to + i, len - i, -inf));
-    if (Min) l1 = xsimd::min(l1, primitives::load_partial<A>(to + i, len - i, inf));
-  }
-  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
-  return {smax::detail::horizontal_max(m),
-          Min ? smax::detail::horizontal_min(xsimd::min(l0, l1)) : inf};
+  return primitives::range_of<A, Min, float>(
+      len,
+      [=](std::size_t i) SMAX_INLINE_LAMBDA {
+        const batch v = convert_detail::load_widened<A, H>(from + i);
+        v.store_unaligned(to + i);
+        return v;
+      },
+      [=](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+        convert_table<A>::widen(from + i, to + i, count);
+        return static_cast<const float*>(to + i);
+      },
+      [=](std::size_t i) SMAX_INLINE_LAMBDA {
+        if (ahead) primitives::prefetch<A>(from + i + ahead, 4 * batch::size * sizeof(H));
+      });
 }
 
 // A 16-bit row's values for pass 1 (a source of softmax_online.hpp's online_reduce_row_from; see

@@ -67,12 +67,13 @@ struct range_result {
   T min;  // +inf for an empty row; only when asked for
 };
 
-// Largest (and, with Min, smallest) element, one load and one or two operations per element:
-// NaN is not flagged, and a NaN element may or may not show up in either. The caller finds NaN
-// afterwards, where it costs nothing (in the sum of exponentials, which is NaN exactly when the
-// row holds one) or when the row is special anyway (max = -inf: see kernels::has_nan).
-template <class A, bool Min, class T>
-SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noexcept {
+// The loop of reduce_range over values that callbacks make: at(i) the vector at i (a load, or a
+// computation that also stores it), tail(i, count) a pointer to the count < width values at i
+// (made where they are not in memory already), ahead(i) once per four vectors (a request for
+// what comes next, or nothing). Four accumulators for the maximum, two for the minimum.
+template <class A, bool Min, class T, class At, class Tail, class Ahead>
+SMAX_FLATTEN inline range_result<T> range_of(std::size_t n, At const& at, Tail const& tail,
+                                             Ahead const& ahead) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   const T inf = __builtin_huge_val();
@@ -80,10 +81,11 @@ SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noex
   batch l0(inf), l1(inf);
   std::size_t i = 0;
   for (; i + 4 * width <= n; i += 4 * width) {
-    const batch v0 = batch::load_unaligned(x + i);
-    const batch v1 = batch::load_unaligned(x + i + width);
-    const batch v2 = batch::load_unaligned(x + i + 2 * width);
-    const batch v3 = batch::load_unaligned(x + i + 3 * width);
+    ahead(i);
+    const batch v0 = at(i);
+    const batch v1 = at(i + width);
+    const batch v2 = at(i + 2 * width);
+    const batch v3 = at(i + 3 * width);
     m0 = xsimd::max(m0, v0);
     m1 = xsimd::max(m1, v1);
     m2 = xsimd::max(m2, v2);
@@ -94,17 +96,31 @@ SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noex
     }
   }
   for (; i + width <= n; i += width) {
-    const batch v = batch::load_unaligned(x + i);
+    const batch v = at(i);
     m0 = xsimd::max(m0, v);
     if (Min) l0 = xsimd::min(l0, v);
   }
   if (i < n) {
-    m1 = xsimd::max(m1, load_partial<A>(x + i, n - i, -inf));
-    if (Min) l1 = xsimd::min(l1, load_partial<A>(x + i, n - i, inf));
+    const T* const rest = tail(i, n - i);
+    m1 = xsimd::max(m1, load_partial<A>(rest, n - i, -inf));
+    if (Min) l1 = xsimd::min(l1, load_partial<A>(rest, n - i, inf));
   }
   const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
   const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : inf;
   return {detail::horizontal_max(m), min};
+}
+
+// Largest (and, with Min, smallest) element, one load and one or two operations per element:
+// NaN is not flagged, and a NaN element may or may not show up in either. The caller finds NaN
+// afterwards, where it costs nothing (in the sum of exponentials, which is NaN exactly when the
+// row holds one) or when the row is special anyway (max = -inf: see kernels::has_nan).
+template <class A, bool Min, class T>
+SMAX_FLATTEN inline range_result<T> reduce_range(const T* x, std::size_t n) noexcept {
+  return range_of<A, Min, T>(
+      n,
+      [x](std::size_t i) SMAX_INLINE_LAMBDA { return xsimd::batch<T, A>::load_unaligned(x + i); },
+      [x](std::size_t i, std::size_t) SMAX_INLINE_LAMBDA { return x + i; },
+      [](std::size_t) SMAX_INLINE_LAMBDA {});
 }
 
 // z = x + g stored (z may be x or g) and reduce_range of z, in one pass: a row's first pass when
@@ -115,48 +131,22 @@ SMAX_FLATTEN inline range_result<T> add_reduce_range(const T* x, const T* g, T* 
                                                      std::size_t next_x = 0,
                                                      std::size_t next_g = 0) noexcept {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
-  const T inf = __builtin_huge_val();
-  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf);
-  batch l0(inf), l1(inf);
-  std::size_t i = 0;
-  for (; i + 4 * width <= n; i += 4 * width) {
-    if (next_x) prefetch<A>(x + i + next_x, 4 * width * sizeof(T));
-    if (next_g) prefetch<A>(g + i + next_g, 4 * width * sizeof(T));
-    const batch v0 = batch::load_unaligned(x + i) + batch::load_unaligned(g + i);
-    const batch v1 = batch::load_unaligned(x + i + width) + batch::load_unaligned(g + i + width);
-    const batch v2 =
-        batch::load_unaligned(x + i + 2 * width) + batch::load_unaligned(g + i + 2 * width);
-    const batch v3 =
-        batch::load_unaligned(x + i + 3 * width) + batch::load_unaligned(g + i + 3 * width);
-    v0.store_unaligned(z + i);
-    v1.store_unaligned(z + i + width);
-    v2.store_unaligned(z + i + 2 * width);
-    v3.store_unaligned(z + i + 3 * width);
-    m0 = xsimd::max(m0, v0);
-    m1 = xsimd::max(m1, v1);
-    m2 = xsimd::max(m2, v2);
-    m3 = xsimd::max(m3, v3);
-    if (Min) {
-      l0 = xsimd::min(l0, xsimd::min(v0, v1));
-      l1 = xsimd::min(l1, xsimd::min(v2, v3));
-    }
-  }
-  for (; i + width <= n; i += width) {
-    const batch v = batch::load_unaligned(x + i) + batch::load_unaligned(g + i);
-    v.store_unaligned(z + i);
-    m0 = xsimd::max(m0, v);
-    if (Min) l0 = xsimd::min(l0, v);
-  }
-  if (i < n) {
-    store_partial<A>(z + i, n - i,
-                     load_partial<A>(x + i, n - i, T(0)) + load_partial<A>(g + i, n - i, T(0)));
-    m1 = xsimd::max(m1, load_partial<A>(z + i, n - i, -inf));
-    if (Min) l1 = xsimd::min(l1, load_partial<A>(z + i, n - i, inf));
-  }
-  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
-  const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : inf;
-  return {detail::horizontal_max(m), min};
+  return range_of<A, Min, T>(
+      n,
+      [=](std::size_t i) SMAX_INLINE_LAMBDA {
+        const batch v = batch::load_unaligned(x + i) + batch::load_unaligned(g + i);
+        v.store_unaligned(z + i);
+        return v;
+      },
+      [=](std::size_t i, std::size_t count) SMAX_INLINE_LAMBDA {
+        store_partial<A>(z + i, count,
+                         load_partial<A>(x + i, count, T(0)) + load_partial<A>(g + i, count, T(0)));
+        return static_cast<const T*>(z + i);
+      },
+      [=](std::size_t i) SMAX_INLINE_LAMBDA {
+        if (next_x) prefetch<A>(x + i + next_x, 4 * batch::size * sizeof(T));
+        if (next_g) prefetch<A>(g + i + next_g, 4 * batch::size * sizeof(T));
+      });
 }
 
 }  // namespace primitives
