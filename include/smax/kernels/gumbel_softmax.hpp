@@ -4,11 +4,13 @@
 //   y = one_hot(first argmax of (x + g))          (hard)
 // with g the caller's noise or Gumbel noise drawn from Philox-4×32-10 keyed by (seed, element).
 //
-// The soft form writes z = x + g into y and runs softmax's kernels in place on it (softmax allows
-// x == y), a block of rows at a time so that z is still in cache when softmax reads it. The
-// backward recomputes y_soft into dx the same way (bit for bit the forward's soft output) and
-// runs softmax's backward in place: dx = (1/tau)·y_soft ⊙ (dy - <dy, y_soft>), for soft and hard
-// alike (straight-through).
+// The soft form runs softmax's kernels on z = x + g: with the caller's noise, z is formed by their
+// first pass (in registers for short rows, else written into y as the pass reads x and g, the
+// later passes reading y in place: soft_rows); the seeded form, hard rows and temperatures off the
+// vector kernels' path write z into y first, a block of rows at a time so that z is still in
+// cache when softmax reads it. The backward recomputes y_soft into dx the same way (bit for bit
+// the forward's soft output) and runs softmax's backward in place:
+// dx = (1/tau)·y_soft ⊙ (dy - <dy, y_soft>), for soft and hard alike (straight-through).
 //
 // Seeded noise, element k (k = offset + r·cols + c): Philox-4×32-10 blocks under key seed, block b
 // of counter (b low, b high, 0, 0). Sixteen blocks make a group; every word of a block is used:
@@ -345,8 +347,8 @@ inline void blocked_rows(T* y, std::size_t ldy, std::size_t rows, std::size_t co
 // they hide.
 constexpr std::size_t noise_block_prefetch_min_bytes = std::size_t(1) << 20;
 
-// The row's values z = x + g for softmax's long-row kernels (row_source in
-// softmax_three_pass.hpp): written into y as the first pass reads x and g, then read from y.
+// The row's values z = x + g for softmax's long-row kernels (a row source: row_policy.hpp):
+// written into y as the first pass reads x and g, then read from y.
 // The first pass also asks for what comes next from x and g: the next block of a long row, or
 // the next row of a batch (next_x, next_g: its distances, 0 for none).
 template <class A, class T>
