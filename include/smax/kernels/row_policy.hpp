@@ -98,8 +98,10 @@ inline block_kind classify_block(T max, const T* x, std::size_t n) noexcept {
 //   block(start):           the values of [start, start + len) after that range call;
 //   values():               the whole row's values (sources whose values stay where range left
 //                           them: the three-pass kernels read the row again after its first pass);
-//   reads_ahead:            whether range asks for the next block itself (else a kernel may ask
-//                           for it from block(start) + len, while it exponentiates the block).
+//   reads_ahead:            whether range asks for the next block itself (else the online pass 1
+//                           asks for it from block(start) + len while it exponentiates the block;
+//                           the blocked three-pass form asks from values() either way, which for
+//                           a source writing into y is the part of y its next range writes).
 template <class A, class T>
 struct row_source {
   static constexpr bool reads_ahead = false;
@@ -186,9 +188,9 @@ constexpr T huge_inv_temperature = std::numeric_limits<T>::max() / 16;
 // A row at such a temperature, in scalar code: x - max in double (float rows, and double rows
 // with T <= 1) or as x/2 - max/2 (double rows with T > 1, scaled by 2/T), the exponentials and
 // the sum in double. A rare path (float: T > 3.3e35, or T < 4.7e-38) that needs no speed. For
-// double rows with T > 1, 2/T is formed as (1/T)·2^61 and the difference taken 2^-60 times (both exact): 2/T
-// itself can be subnormal (T > 9e307), which a flush-to-zero mode would make 0 (and a masked
-// entry's -inf·0 NaN). Where 1/T overflows, the difference is divided by T: x - max then
+// double rows with T > 1, 2/T is formed as (1/T)·2^61 and the difference taken 2^-60 times (both
+// exact): 2/T itself can be subnormal (T > 9e307), which a flush-to-zero mode would make 0 (and a
+// masked entry's -inf·0 NaN). Where 1/T overflows, the difference is divided by T: x - max then
 // overflows only where (x - max)/T does.
 template <class A, class T>
 inline double wide_range_difference(T x, T max, T inv_t, T divisor = 0) noexcept {

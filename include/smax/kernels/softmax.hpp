@@ -80,9 +80,8 @@ struct softmax_table {
   // NaN, +inf or masked row, a temperature outside the vector kernels' range).
   static bool online_normalize(const bf16* x, bf16* y, std::size_t n, std::size_t row_length,
                                float temperature, unsigned flags, float max, double sum) noexcept;
-  // Pass 1 of a 16-bit chunk, computed in float: the bits of online_reduce on the widened chunk,
-  // with no float row in between. Returns false, having set nothing, for a temperature off the
-  // vector kernels' path (invalid, or 1/T outside their range): the float form is needed there.
+  static bool online_normalize(const fp16* x, fp16* y, std::size_t n, std::size_t row_length,
+                               float temperature, unsigned flags, float max, double sum) noexcept;
   // Softmax / log-softmax (flags as forward, the automatic algorithm) of rows of 16-bit values
   // into float rows y, the widening done by the kernels' first pass: the bits of forward on the
   // widened rows. Returns false, having written nothing, where that call would not run the
@@ -94,13 +93,14 @@ struct softmax_table {
   static bool forward_widened(const fp16* x, std::size_t ldx, float* y, std::size_t ldy,
                               std::size_t rows, std::size_t cols, float temperature,
                               unsigned flags) noexcept;
-  // row_rest: the entries of the row from x on (>= n), among which it asks for the next ones.
+  // Pass 1 of a 16-bit chunk, computed in float: the bits of online_reduce on the widened chunk,
+  // with no float row in between; row_rest: the entries of the row from x on (>= n), among which
+  // it asks for the next ones. Returns false, having set nothing, for a temperature off the
+  // vector kernels' path (invalid, or 1/T outside their range): the float form is needed there.
   static bool online_reduce(const bf16* x, std::size_t n, std::size_t row_rest, float temperature,
                             float* max, double* sum) noexcept;
   static bool online_reduce(const fp16* x, std::size_t n, std::size_t row_rest, float temperature,
                             float* max, double* sum) noexcept;
-  static bool online_normalize(const fp16* x, fp16* y, std::size_t n, std::size_t row_length,
-                               float temperature, unsigned flags, float max, double sum) noexcept;
   // The middle axis of a tensor without transposing it (softmax_axis.hpp): columns [0, width) of
   // n >= 1 rows `stride` floats apart, 1 <= width <= axis_max_columns, normalised down the
   // columns. Returns false, having written nothing, where the rows kernels are needed (a
