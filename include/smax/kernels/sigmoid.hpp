@@ -70,13 +70,18 @@ inline void sigmoid_row(const T* x, T* y, std::size_t n, T bias) noexcept {
   }
 }
 
-// dx = dy·y·(1 - y): 1 - y is exact for y >= 1/2, so the result is within 1.5 ulp of the value
-// for the given y (PyTorch's formula).
+// dx = dy·y·(1 - y) (PyTorch's formula). With an FMA, y·(1 - y) = y - y·y is one rounding for
+// every y, so dx is within 1.5 ulp of the value for the given y. Without one (SSE2) it is
+// y·(1 - y): 1 - y is exact for y >= 1/2 but rounded below, so up to 2.5 ulp there.
 template <class A, class T>
 inline void sigmoid_backward_row(const T* y, const T* dy, T* dx, std::size_t n) noexcept {
   using batch = xsimd::batch<T, A>;
-  primitives::zip_map<A>(
-      y, dy, dx, n, [](batch const& s, batch const& g) { return g * (s * (batch(T(1)) - s)); });
+  primitives::zip_map<A>(y, dy, dx, n, [](batch const& s, batch const& g) {
+    if constexpr (smax::detail::has_native_fma<A>::value)
+      return g * smax::detail::neg_mul_add(s, s, s);
+    else
+      return g * (s * (batch(T(1)) - s));
+  });
 }
 
 // The sigmoid kernels for one instruction set A (see table.hpp for why members are out of
