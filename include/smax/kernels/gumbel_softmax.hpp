@@ -95,6 +95,7 @@ SMAX_ALWAYS_INLINE void reproducible_log(xsimd::batch<float, A> (&t)[N]) noexcep
                          -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
                          2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
   fb f[N], fe[N], z[N], p[N];
+  SMAX_UNROLL
   for (std::size_t j = 0; j < N; ++j) {
     ib i = smax::detail::bitcast<std::int32_t>(t[j]);
     i = i + ib(0x3f800000 - 0x3f3504f3);  // m's exponent becomes 0 exactly when m >= sqrt(1/2)
@@ -104,8 +105,11 @@ SMAX_ALWAYS_INLINE void reproducible_log(xsimd::batch<float, A> (&t)[N]) noexcep
     z[j] = opaque(f[j] * f[j]);
     p[j] = fb(c[0]);
   }
-  for (std::size_t k = 1; k < sizeof(c) / sizeof(c[0]); ++k)
+  for (std::size_t k = 1; k < sizeof(c) / sizeof(c[0]); ++k) {
+    SMAX_UNROLL
     for (std::size_t j = 0; j < N; ++j) p[j] = opaque(p[j] * f[j]) + fb(c[k]);
+  }
+  SMAX_UNROLL
   for (std::size_t j = 0; j < N; ++j) {
     fb y = opaque(opaque(p[j] * f[j]) * z[j]);
     y = y + opaque(fe[j] * fb(-2.12194440e-4f));
@@ -119,11 +123,14 @@ template <class A, std::size_t N>
 SMAX_ALWAYS_INLINE void gumbel_of(xsimd::batch<std::uint32_t, A> const (&m)[N],
                                   xsimd::batch<float, A> (&g)[N]) noexcept {
   using fb = xsimd::batch<float, A>;
+  SMAX_UNROLL
   for (std::size_t j = 0; j < N; ++j)  // exact
     g[j] = (xsimd::to_float(smax::detail::bitcast<std::int32_t>(m[j])) + fb(0.5f)) * fb(0x1p-23f);
   reproducible_log<A>(g);
+  SMAX_UNROLL
   for (std::size_t j = 0; j < N; ++j) g[j] = fb(0.0f) - g[j];  // in [6e-8, 16.7]
   reproducible_log<A>(g);
+  SMAX_UNROLL
   for (std::size_t j = 0; j < N; ++j) g[j] = fb(0.0f) - g[j];
 }
 
@@ -156,10 +163,13 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
   using ub = xsimd::batch<std::uint32_t, A>;
   constexpr std::size_t R = 16 / W, K = G * R;  // registers of blocks
   alignas(64) std::uint32_t lane_index[W];
+  SMAX_UNROLL
   for (std::size_t j = 0; j < W; ++j) lane_index[j] = std::uint32_t(j);
   const ub lanes = ub::load_aligned(lane_index);
   ub w0[K], w1[K], w2[K], w3[K];
-  for (std::size_t g = 0; g < G; ++g)
+  SMAX_UNROLL
+  for (std::size_t g = 0; g < G; ++g) {
+    SMAX_UNROLL
     for (std::size_t j = 0; j < R; ++j) {
       // 16(q + g) + jW: its low word is a multiple of W, so adding a lane never carries. Groups
       // count modulo 2^58 (element indices modulo 2^64): past the last group comes group 0.
@@ -167,24 +177,41 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
       w0[g * R + j] = ub(std::uint32_t(b)) + lanes;
       w1[g * R + j] = ub(std::uint32_t(b >> 32));
     }
+  }
   primitives::philox_interleaved<A, K>(w0, w1, w2, w3, std::uint32_t(seed),
                                        std::uint32_t(seed >> 32));
+  // The logarithms of P words at once: P·K chains side by side, up to what the registers hold
+  // (a chain keeps four registers live).
+  constexpr std::size_t chains = xsimd::batch<float, A>::size >= 16 ? 8 : 4;
+  constexpr std::size_t P = K >= chains ? 1 : chains / K >= 4 ? 4 : chains / K;
   ub* words[4] = {w0, w1, w2, w3};
-  for (std::size_t w = 0; w < 4; ++w) {
-    ub m[K];
-    for (std::size_t r = 0; r < K; ++r) m[r] = words[w][r] >> 9;
-    fb g[K];
+  SMAX_UNROLL
+  for (std::size_t w = 0; w < 4; w += P) {
+    ub m[P * K];
+    SMAX_UNROLL
+    for (std::size_t p = 0; p < P; ++p) {
+      SMAX_UNROLL
+      for (std::size_t r = 0; r < K; ++r) m[p * K + r] = words[w + p][r] >> 9;
+    }
+    fb g[P * K];
     gumbel_of<A>(m, g);
-    // Register r holds lanes jW.. of group g's word w: elements 64g + 16w + jW + lane.
-    for (std::size_t r = 0; r < K; ++r) g[r].store_unaligned(out + 64 * (r / R) + 16 * w + (r % R) * W);
+    // Register r of word w + p holds lanes jW.. of group g's word: elements 64g + 16w + jW + lane.
+    SMAX_UNROLL
+    for (std::size_t p = 0; p < P; ++p) {
+      SMAX_UNROLL
+      for (std::size_t r = 0; r < K; ++r)
+        g[p * K + r].store_unaligned(out + 64 * (r / R) + 16 * (w + p) + (r % R) * W);
+    }
   }
 #else
   using ub = xsimd::batch<std::uint32_t, A>;
   alignas(64) std::uint32_t m[64 * G];
+  SMAX_UNROLL
   for (std::size_t g = 0; g < G; ++g)
     for (std::size_t l = 0; l < 16; ++l) {
       const primitives::philox_block b =
           primitives::philox_of_counter<A>(seed, ((q + g) & group_mask) * 16 + l);
+      SMAX_UNROLL
       for (std::size_t w = 0; w < 4; ++w) m[64 * g + 16 * w + l] = b.w[w] >> 9;
     }
   constexpr std::size_t K = 4;  // registers side by side
@@ -192,8 +219,10 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
   for (std::size_t i = 0; i < 64 * G; i += K * W) {
     ub v[K];
     fb g[K];
+    SMAX_UNROLL
     for (std::size_t r = 0; r < K; ++r) v[r] = ub::load_aligned(m + i + r * W);
     gumbel_of<A>(v, g);
+    SMAX_UNROLL
     for (std::size_t r = 0; r < K; ++r) g[r].store_unaligned(out + i + r * W);
   }
 #endif

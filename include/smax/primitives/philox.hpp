@@ -57,7 +57,8 @@ SMAX_ALWAYS_INLINE philox_block philox_of_counter(std::uint64_t seed, std::uint6
 
 // (hi, lo) = m·c lane by lane, 32×32 -> 64 bits: the even lanes' products from one unsigned
 // 32-bit multiply of the 64-bit lanes (pmuludq), the odd lanes' from a second one after shifting
-// them down; then the halves are put back in their lanes.
+// them down; then the halves are put back in their lanes (a blend where the instruction set has
+// one: one instruction instead of an and and an or).
 template <class A>
 SMAX_ALWAYS_INLINE void philox_mulhilo(xsimd::batch<std::uint32_t, A> const& c, std::uint32_t m,
                                        xsimd::batch<std::uint32_t, A>& hi,
@@ -69,16 +70,15 @@ SMAX_ALWAYS_INLINE void philox_mulhilo(xsimd::batch<std::uint32_t, A> const& c, 
     const __m512i mm = _mm512_set1_epi64(static_cast<long long>(m));
     const __m512i even = _mm512_mul_epu32(v, mm);
     const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(v, 32), mm);
-    const __m512i low_half = _mm512_set1_epi64(0xffffffffll);
-    l = _mm512_or_si512(_mm512_and_si512(even, low_half), _mm512_slli_epi64(odd, 32));
-    h = _mm512_or_si512(_mm512_srli_epi64(even, 32), _mm512_andnot_si512(low_half, odd));
+    constexpr __mmask16 odd_lanes = 0xAAAA;
+    l = _mm512_mask_blend_epi32(odd_lanes, even, _mm512_slli_epi64(odd, 32));
+    h = _mm512_mask_blend_epi32(odd_lanes, _mm512_srli_epi64(even, 32), odd);
   } else if constexpr (sizeof(reg) == 32) {
     const __m256i mm = _mm256_set1_epi64x(static_cast<long long>(m));
     const __m256i even = _mm256_mul_epu32(v, mm);
     const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(v, 32), mm);
-    const __m256i low_half = _mm256_set1_epi64x(0xffffffffll);
-    l = _mm256_or_si256(_mm256_and_si256(even, low_half), _mm256_slli_epi64(odd, 32));
-    h = _mm256_or_si256(_mm256_srli_epi64(even, 32), _mm256_andnot_si256(low_half, odd));
+    l = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
   } else {
     const __m128i mm = _mm_set1_epi64x(static_cast<long long>(m));
     const __m128i even = _mm_mul_epu32(v, mm);
@@ -102,9 +102,25 @@ SMAX_ALWAYS_INLINE void philox_interleaved(xsimd::batch<std::uint32_t, A> (&w0)[
                                            xsimd::batch<std::uint32_t, A> (&w3)[K],
                                            std::uint32_t k0, std::uint32_t k1) noexcept {
   using ub = xsimd::batch<std::uint32_t, A>;
-  for (std::size_t j = 0; j < K; ++j) w2[j] = ub(0u), w3[j] = ub(0u);
-  for (int round = 0; round < 10; ++round) {
+  // Round 1: words 2 and 3 of the counter are 0, so the second product is 0.
+  {
     const ub key0(k0), key1(k1);
+    SMAX_UNROLL
+    for (std::size_t j = 0; j < K; ++j) {
+      ub hi0, lo0;
+      philox_mulhilo<A>(w0[j], 0xD2511F53u, hi0, lo0);
+      w0[j] = w1[j] ^ key0;
+      w1[j] = ub(0u);
+      w2[j] = hi0 ^ key1;
+      w3[j] = lo0;
+    }
+  }
+  SMAX_UNROLL
+  for (int round = 1; round < 10; ++round) {
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+    const ub key0(k0), key1(k1);
+    SMAX_UNROLL
     for (std::size_t j = 0; j < K; ++j) {
       ub hi0, lo0, hi1, lo1;
       philox_mulhilo<A>(w0[j], 0xD2511F53u, hi0, lo0);
@@ -114,8 +130,6 @@ SMAX_ALWAYS_INLINE void philox_interleaved(xsimd::batch<std::uint32_t, A> (&w0)[
       w2[j] = hi0 ^ w3[j] ^ key1;
       w3[j] = lo0;
     }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
   }
 }
 #endif
