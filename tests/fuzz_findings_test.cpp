@@ -591,4 +591,38 @@ TYPED_TEST(fuzz_findings, sparsemax_loss_dominant_entry_over_a_long_support) {
     }
 }
 
+// sigmoid_attention_backward at a product just below a power of two: float, x = [3.7 x114, inf,
+// 3.7 x104], bias -5.38907194, in place (rows 3 x 219, ld 231; avx512bw, found in CI), dy
+// 1.88579774 gave 0.248159215 for dy·y·(1 - y) = 0.248159245: 2.02 ulp against the stated 2.
+// y·(1 - y) with 1 - y rounded (y = 0.156) cost up to 2.5 ulp; the bound is now 1.5 ulp with an
+// FMA (y - y·y in one rounding), 2.5 on SSE2. Also dy one and two floats either side.
+TYPED_TEST(fuzz_findings, sigmoid_backward_product_below_a_power_of_two) {
+  using T = typename TypeParam::value_type;
+  using A = typename TypeParam::arch;
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  const std::size_t rows = 3, cols = 219, ld = 231;
+  std::vector<T> y(rows * ld, static_cast<T>(3.70000005f));
+  for (std::size_t r = 0; r < rows; ++r) y[r * ld + 114] = infinity<T>;
+  using table = smax::kernels::sigmoid_table<A>;
+  table::forward(y.data(), ld, y.data(), ld, rows, cols, static_cast<T>(-5.38907194f));
+  const double ulps = smax::detail::has_native_fma<A>::value ? 1.5 : 2.5;
+  T d = static_cast<T>(1.88579774f);
+  for (int k = 0; k < 2; ++k) d = std::nextafter(d, T(0));
+  for (int k = 0; k < 5; ++k, d = std::nextafter(d, T(3))) {
+    const std::vector<T> dy(rows * ld, d);
+    std::vector<T> dx(rows * ld, T(-7));
+    table::backward(y.data(), ld, dy.data(), ld, dx.data(), ld, rows, cols);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t i = 0; i < cols; ++i) {
+        const long double yi = y[r * ld + i];
+        const long double want = static_cast<long double>(d) * yi * (1 - yi);
+        int e;
+        std::frexp(static_cast<double>(want == 0 ? 1 : want), &e);
+        const double bound = ulps * std::ldexp(1.0, e - std::numeric_limits<T>::digits);
+        EXPECT_NEAR(static_cast<double>(dx[r * ld + i]), static_cast<double>(want), bound)
+            << "dy " << d << ", at " << r << ", " << i;
+      }
+  }
+}
+
 }  // namespace

@@ -61,9 +61,10 @@ template <class C, class T>
 }
 
 std::vector<std::size_t> ks_for(std::size_t n, std::size_t width) {
-  std::vector<std::size_t> ks = {1, 2, 3, 8, width - 1, width, width + 1, 64, n / 2, n - 1, n,
-                                 n + 5};
-  ks.erase(std::remove_if(ks.begin(), ks.end(), [](std::size_t k) { return k == 0; }), ks.end());
+  std::vector<std::size_t> ks;
+  for (std::size_t k : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(8), width - 1,
+                        width, width + 1, std::size_t(64), n / 2, n - 1, n, n + 5})
+    if (k != 0) ks.push_back(k);  // (not erase(remove_if): GCC 12 warns -Warray-bounds on it)
   return ks;
 }
 
