@@ -163,7 +163,6 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
   using ub = xsimd::batch<std::uint32_t, A>;
   constexpr std::size_t R = 16 / W, K = G * R;  // registers of blocks
   alignas(64) std::uint32_t lane_index[W];
-  SMAX_UNROLL
   for (std::size_t j = 0; j < W; ++j) lane_index[j] = std::uint32_t(j);
   const ub lanes = ub::load_aligned(lane_index);
   ub w0[K], w1[K], w2[K], w3[K];
@@ -206,12 +205,10 @@ SMAX_ALWAYS_INLINE void float_noise_groups(std::uint64_t q, std::uint64_t seed,
 #else
   using ub = xsimd::batch<std::uint32_t, A>;
   alignas(64) std::uint32_t m[64 * G];
-  SMAX_UNROLL
   for (std::size_t g = 0; g < G; ++g)
     for (std::size_t l = 0; l < 16; ++l) {
       const primitives::philox_block b =
           primitives::philox_of_counter<A>(seed, ((q + g) & group_mask) * 16 + l);
-      SMAX_UNROLL
       for (std::size_t w = 0; w < 4; ++w) m[64 * g + 16 * w + l] = b.w[w] >> 9;
     }
   constexpr std::size_t K = 4;  // registers side by side
