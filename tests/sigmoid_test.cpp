@@ -263,6 +263,25 @@ TYPED_TEST(sigmoid_test, backward_within_its_bound_for_the_given_y) {
     ASSERT_LE(err, bound) << "y " << y[i] << ", dy " << dy[i] << ": " << dx[i] << " for " << want;
   }
   this->RecordProperty("worst_ulp", std::to_string(worst));
+  // The extremes: y from the smallest subnormal to the largest value below 1, dy from the
+  // smallest subnormal to ±the largest finite value (y·(1 - y) <= 1/4, so nothing overflows;
+  // subnormal results are measured in the subnormals' ulp).
+  const T lim[] = {std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::min(),
+                   std::nextafter(T(0.5), T(0)), T(0.5), std::nextafter(T(1), T(0))};
+  const T grads[] = {std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::min(), T(1),
+                     std::numeric_limits<T>::max(), -std::numeric_limits<T>::max()};
+  std::vector<T> ey, edy;
+  for (T a : lim)
+    for (T g : grads) ey.push_back(a), edy.push_back(g);
+  std::vector<T> edx(ey.size());
+  smax::kernels::sigmoid_table<A>::backward(ey.data(), ey.size(), edy.data(), ey.size(), edx.data(),
+                                            ey.size(), 1, ey.size());
+  for (std::size_t i = 0; i < ey.size(); ++i) {
+    const long double yi = ey[i];
+    const long double want = edy[i] * yi * (1 - yi);
+    EXPECT_LE(static_cast<double>(std::fabs(edx[i] - want) / ulp_at<T>(want)), bound)
+        << "y " << ey[i] << ", dy " << edy[i] << ": " << edx[i] << " for " << want;
+  }
 }
 
 template <class T>
