@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <functional>
 #include <random>
 #include <string>
@@ -65,11 +67,41 @@ benchmark::internal::Benchmark* register_benchmark(const std::string& name, Func
   return benchmark::RegisterBenchmark(name.c_str(), std::forward<Function>(function));
 }
 
+// Allocations of 2 MiB or more start on a 2 MiB boundary, so that transparent huge pages back
+// them whole, as they back a tensor allocator's large blocks. From wherever malloc put them, a
+// buffer's pages were a mix of 2 MiB and 4 KiB ones that changed with its address, and the mix
+// moved a 1M-element row split on two threads by a third (its passes miss the TLB on 4 KiB pages).
+template <class T>
+struct huge_page_allocator {
+  using value_type = T;
+  static constexpr std::size_t huge_page = std::size_t(2) << 20;
+  huge_page_allocator() = default;
+  template <class U>
+  huge_page_allocator(huge_page_allocator<U> const&) noexcept {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T), align = bytes >= huge_page ? huge_page : 64;
+    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+  template <class U>
+  bool operator==(huge_page_allocator<U> const&) const noexcept {
+    return true;
+  }
+  template <class U>
+  bool operator!=(huge_page_allocator<U> const&) const noexcept {
+    return false;
+  }
+};
+template <class T>
+using bench_vector = std::vector<T, huge_page_allocator<T>>;
+
 // Input and output buffers for rows of n floats. Rows too big for the cache rotate through
 // enough copies that the working set exceeds twice last_level_cache_bytes(), so every call reads
 // from memory.
 struct buffers {
-  std::vector<std::vector<float>> x, y;
+  std::vector<bench_vector<float>> x, y;
   std::size_t next = 0;
 
   buffers(std::size_t elements, bool out_of_cache) {
@@ -79,7 +111,7 @@ struct buffers {
     std::mt19937 rng(1234);
     std::uniform_real_distribution<float> u(-8.0f, 8.0f);  // PERFORMANCE.md's rows
     x.resize(copies);
-    y.assign(copies, std::vector<float>(elements));
+    y.assign(copies, bench_vector<float>(elements));
     for (auto& v : x) {
       v.resize(elements);
       for (auto& e : v) e = u(rng);

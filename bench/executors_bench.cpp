@@ -4,8 +4,10 @@
 //   executors/softmax/<shape>/single          smax::softmax_rows / smax::softmax, no executor
 //   executors/softmax/<shape>/inline_tasks    the executor split, every task on this thread
 //                                             (what the split itself costs: for a long row, the
-//                                             chunked online algorithm instead of three passes)
+//                                             merge and the chunks' own passes)
 //   executors/softmax/<shape>/openmp_2        smax::executors::openmp{2}: two threads
+//   executors/softmax/<shape>/openmp_dynamic_2 the same loop with schedule(dynamic, 1): no
+//                                             affinity between the two calls of a long row
 //   executors/copy/<shape>/{single,openmp_2}  memcpy of the same bytes (x to y), one thread and
 //                                             split in two halves on two threads: the memory roof
 //   executors/fork_join/openmp_2              two empty tasks on the executor: what one
@@ -123,6 +125,17 @@ void run_fork_join(benchmark::State& state, Executor const& ex) {
 const smax::executors::inline_tasks inline_executor{};
 #if defined(_OPENMP)
 const smax::executors::openmp two_threads{2};
+// The adapter's loop with a dynamic schedule (task t on whichever thread is free): what an
+// executor without affinity between its calls gives.
+struct openmp_dynamic {
+  template <class F>
+  void operator()(std::size_t tasks, F&& f) const {
+    const auto count = static_cast<std::ptrdiff_t>(tasks);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(2)
+    for (std::ptrdiff_t t = 0; t < count; ++t) f(static_cast<std::size_t>(t));
+  }
+};
+const openmp_dynamic two_threads_dynamic{};
 #endif
 
 const bool registered = [] {
@@ -145,6 +158,9 @@ const bool registered = [] {
 #if defined(_OPENMP)
     register_benchmark("executors/softmax/" + n + "/openmp_2", [s](benchmark::State& st) {
       run_softmax(st, s, &two_threads);
+    })->UseRealTime();
+    register_benchmark("executors/softmax/" + n + "/openmp_dynamic_2", [s](benchmark::State& st) {
+      run_softmax(st, s, &two_threads_dynamic);
     })->UseRealTime();
     register_benchmark("executors/copy/" + n + "/openmp_2", [s](benchmark::State& st) {
       run_copy(st, s, &two_threads);

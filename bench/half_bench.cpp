@@ -47,7 +47,7 @@ enum class half_impl { smax, as_float, copy, onednn };
 // when one copy does not fit in a quarter of it.
 template <class E>
 struct rotating {
-  std::vector<std::vector<E>> x, y;
+  std::vector<bench_vector<E>> x, y;
   std::size_t next = 0;
   explicit rotating(std::size_t elements) {
     const std::size_t bytes = 2 * elements * sizeof(E);
@@ -56,7 +56,7 @@ struct rotating {
     std::mt19937 rng(1234);
     std::uniform_real_distribution<float> u(-8.0f, 8.0f);
     x.resize(copies);
-    y.assign(copies, std::vector<E>(elements));
+    y.assign(copies, bench_vector<E>(elements));
     for (auto& v : x) {
       v.resize(elements);
       for (auto& e : v) e = E(u(rng));

@@ -256,6 +256,91 @@ TYPED_TEST(executors_long_row_test, split_by_chunks_within_the_bound) {
     }
 }
 
+// The split's two forms on rows whose chunks differ: softmax rows up to 4 MiB store each chunk's
+// exponentials with the chunk's own shift and scale them once the row is merged; longer rows and
+// log-softmax take the online state. Chunk maxima falling and rising by 30 per chunk (later or
+// earlier chunks underflow next to the row's maximum), a masked chunk among them, a NaN or a +inf
+// in one chunk, a row of only -inf; temperatures 0.01 and 100 on the stored form. Within the
+// single-threaded call's bound, with the same bits on every executor.
+TYPED_TEST(executors_long_row_test, chunks_of_different_ranges) {
+  SMAX_SKIP_IF_UNAVAILABLE(TypeParam);
+  using A = typename TypeParam::arch;
+  using T = typename TypeParam::value_type;
+  const T inf = smax_test::infinity<T>;
+  // Five chunks or so, the last one short; a row past 4 MiB takes the online form.
+  const std::size_t lengths[] = {(smax::api::long_row_bytes / sizeof(T)) * 5 / 2 + 13,
+                                 (std::size_t(4) << 20) / sizeof(T) + 4099};
+  // Under emulation or the sanitizers (CI sets these variables there), the first length only.
+  const bool reduced =
+      smax_test::exhaustive_stride() > 1 || std::getenv("SMAX_TEST_LONG_ROW_LIMIT") != nullptr;
+  for (std::size_t n : lengths) {
+    const bool online_form = n * sizeof(T) > (std::size_t(4) << 20);
+    if (online_form && reduced) continue;
+    const auto split = smax::api::plan_chunks(1, n, sizeof(T));
+    ASSERT_GT(split.chunks, 2u);
+    std::mt19937 gen(17);
+    std::uniform_real_distribution<double> u(-5.0, 5.0);
+    auto ranged = [&](double step) {
+      std::vector<T> x(n);
+      for (std::size_t i = 0; i < n; ++i)
+        x[i] = static_cast<T>(u(gen) + step * static_cast<double>(i / split.chunk));
+      return x;
+    };
+    for (bool log : {false, true}) {
+      auto run = [&](auto&& ex, std::vector<T> const& x, smax::softmax_options const& opts) {
+        std::vector<T> y(n, T(-7));
+        if (log)
+          smax::api::forward<smax::api::log_softmax_family, on_arch<A>>(
+              x.data(), n, y.data(), n, 1, n, opts, smax::api::algorithm_choice::automatic, ex);
+        else
+          smax::api::forward<smax::api::softmax_family, on_arch<A>>(
+              x.data(), n, y.data(), n, 1, n, opts, smax::api::algorithm_choice::automatic, ex);
+        return y;
+      };
+      auto same_on_every_executor = [&](std::vector<T> const& x, smax::softmax_options const& opts,
+                                        std::vector<T> const& want) {
+        for (unsigned threads : {1u, 2u, 5u})
+          if (!same_bits(run(thread_executor{threads}, x, opts), want)) return false;
+        return static_cast<bool>(same_bits(run(odd_executor{}, x, opts), want));
+      };
+      for (double step : {-30.0, 30.0}) {
+        auto x = ranged(step);
+        for (double temperature : {1.0, 0.01, 100.0}) {
+          if (online_form && temperature != 1.0) continue;  // the stored form's shifts only
+          const smax::softmax_options opts{temperature};
+          const auto y = run(thread_executor{2}, x, opts);
+          EXPECT_TRUE(within_bound(x, y, log, temperature)) << "step " << step;
+          EXPECT_TRUE(same_on_every_executor(x, opts, y)) << "step " << step << ", log " << log;
+        }
+        // The second chunk masked: zeros (-inf) there, the rest as the row without it.
+        for (std::size_t i = split.chunk; i < 2 * split.chunk; ++i) x[i] = -inf;
+        const auto y = run(thread_executor{2}, x, {});
+        for (std::size_t i = split.chunk; i < 2 * split.chunk; ++i)
+          ASSERT_EQ(y[i], log ? -inf : T(0)) << "masked chunk at " << i << ", step " << step;
+        EXPECT_TRUE(within_bound(x, y, log, 1.0)) << "masked chunk, step " << step;
+        EXPECT_TRUE(same_on_every_executor(x, {}, y));
+      }
+      // A NaN in the third chunk, a +inf in the last one: NaN rows.
+      for (T special : {smax_test::quiet_nan<T>, inf}) {
+        auto x = ranged(-30.0);
+        x[special == inf ? n - 1 : 2 * split.chunk + 5] = special;
+        const auto y = run(thread_executor{2}, x, {});
+        for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(y[i])) << i << ", log " << log;
+      }
+      // Only -inf: NaN, or the masked rule with zero_masked_rows.
+      const std::vector<T> masked(n, -inf);
+      smax::softmax_options zero;
+      zero.zero_masked_rows = true;
+      const auto y_nan = run(thread_executor{2}, masked, {});
+      const auto y_zero = run(thread_executor{2}, masked, zero);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(std::isnan(y_nan[i])) << i;
+        ASSERT_EQ(y_zero[i], log ? -inf : T(0)) << i;
+      }
+    }
+  }
+}
+
 // Rows of long rows, through the public forms: a fully masked row (zero_masked_rows), a NaN row,
 // an ordinary one; padding untouched; header-only and runtime agree with themselves across
 // executors and within the bound.

@@ -54,18 +54,21 @@ struct inline_tasks {
 
 #if defined(_OPENMP)
 // An OpenMP parallel loop over the tasks, on the team's default size (threads = 0) or at most
-// `threads` threads. Dynamic schedule: tasks are equal in work but not in time on a machine whose
-// cores are shared.
+// `threads` threads. Static schedule: each thread runs one contiguous block of the tasks, the
+// same block in both executor calls of a split long row, so the pass that scales a chunk runs on
+// the core that wrote it (with a dynamic schedule about half the chunks were read back from the
+// other core's cache, and a 1M-element row gained 1.15x on two threads instead of 1.8x:
+// bench/executors_bench.cpp has both).
 struct openmp {
   int threads = 0;
   template <class F>
   void operator()(std::size_t tasks, F&& f) const {
     const auto count = static_cast<std::ptrdiff_t>(tasks);
     if (threads > 0) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (std::ptrdiff_t t = 0; t < count; ++t) f(static_cast<std::size_t>(t));
     } else {
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(static)
       for (std::ptrdiff_t t = 0; t < count; ++t) f(static_cast<std::size_t>(t));
     }
   }

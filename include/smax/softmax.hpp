@@ -91,6 +91,32 @@ struct softmax_like_family : family_defaults {
                                                 flags(opts), s.max, s.sum);
   }
 
+  // Rows the single-threaded call takes in blocks (softmax, up to 4 MiB) split with their
+  // exponentials stored: one exponential per element, as that call (kernels/softmax.hpp).
+  template <class T>
+  static bool splits_into_exp_chunks(std::size_t cols, options const& opts) noexcept {
+    return kernels::splits_into_exp_chunks<T>(cols, static_cast<T>(opts.temperature),
+                                              flags(opts));
+  }
+  template <class T>
+  using exp_chunk = kernels::exp_chunk<T>;
+  template <class A, class T>
+  static exp_chunk<T> exponentiate_chunk(A, const T* x, T* y, std::size_t n,
+                                         options const& opts) noexcept {
+    return kernels::softmax_table<A>::exponentiate_chunk(x, y, n, static_cast<T>(opts.temperature));
+  }
+  template <class T>
+  static exp_chunk<T> merge_exp_chunks(exp_chunk<T> const& a, exp_chunk<T> const& b,
+                                       options const& opts) noexcept {
+    return kernels::merge_exp_chunks(a, b, T(1) / static_cast<T>(opts.temperature));
+  }
+  template <class A, class T>
+  static void scale_chunk(A, exp_chunk<T> const& own, exp_chunk<T> const& row, T* y,
+                          std::size_t n, options const& opts) noexcept {
+    kernels::softmax_table<A>::scale_chunk(y, n, static_cast<T>(opts.temperature), flags(opts),
+                                           own, row);
+  }
+
   // The same for a chunk of a 16-bit row (api/half.hpp), read as 16-bit values (and written as
   // such, for a row of row_length entries); false where the chunk needs reduce_chunk or
   // normalize_chunk on its widened floats.

@@ -266,6 +266,10 @@ inline constexpr row_split plan_rows(std::size_t rows, std::size_t cols,
   return {tasks, per_task};
 }
 
+// At most this many chunks per row in the stored-exponentials form (forward_split_chunks): its
+// rows are at most 4 MiB (kernels::three_pass_max_bytes), 32 grains.
+inline constexpr std::size_t max_stored_chunks = 32;
+
 // A chunk split of long rows: every row in `chunks` chunks of `chunk` elements (the last one
 // shorter); task t is chunk t % chunks of row t / chunks. chunks < 2: the rows are not split.
 struct chunk_split {
@@ -330,16 +334,24 @@ template <class Family, class Dispatch, class T, class Executor>
   if constexpr (Family::reports_rows) return reported.load(std::memory_order_relaxed);
 }
 
-// Long rows split by chunks (splits_long_rows families): each chunk reduced to its online state
-// (one task each), the states of a row merged in chunk order on the calling thread, then every
-// chunk normalised by its row's merged state (one task each). The result depends on the chunk
-// split, which depends on the shape only.
-template <class Family, class Dispatch, class T, class Executor>
+// Long rows split by chunks (splits_long_rows families), in one of two forms chosen by the
+// family for the row (Family::splits_into_exp_chunks):
+// * online (Stored = false): each chunk reduced to its online state (one task each), the states
+//   of a row merged in chunk order on the calling thread, then every chunk normalised by its
+//   row's merged state (one task each): x read twice, two exponentials per element;
+// * stored exponentials (Stored = true, rows the single-threaded call takes in blocks): each
+//   chunk's exponentials stored in y with its own shift (one task each), the chunks' (maximum,
+//   shift, sum) merged in chunk order, then every chunk scaled in place by its share of the
+//   row's sum: one exponential per element, as the single-threaded call.
+// The result depends on the chunk split, which depends on the shape (and for the form, on the
+// options) only.
+template <class Family, class Dispatch, bool Stored, class T, class Executor>
 [[gnu::noinline]] void forward_split_chunks(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                             std::size_t rows, std::size_t cols,
                                             typename Family::options const& opts,
                                             chunk_split split, Executor& ex) noexcept {
-  using state = typename Family::template chunk_state<T>;
+  using state = std::conditional_t<Stored, typename Family::template exp_chunk<T>,
+                                   typename Family::template chunk_state<T>>;
   const std::size_t tasks = rows * split.chunks;
   auto length = [&](std::size_t c) {
     const std::size_t first = c * split.chunk;
@@ -347,40 +359,60 @@ template <class Family, class Dispatch, class T, class Executor>
   };
   auto reduce = [&](std::size_t t, state* out) {
     const std::size_t r = t / split.chunks, c = t % split.chunks;
+    const T* const xc = x + r * ldx + c * split.chunk;
     Dispatch::visit([&](auto a) {
-      *out = Family::reduce_chunk(a, x + r * ldx + c * split.chunk, length(c), opts);
+      if constexpr (Stored)
+        *out = Family::exponentiate_chunk(a, xc, y + r * ldy + c * split.chunk, length(c), opts);
+      else
+        *out = Family::reduce_chunk(a, xc, length(c), opts);
     });
   };
-  auto normalize = [&](std::size_t t, state const& s) {
+  // The row's state from its chunks', in chunk order (cheap: a few exp per chunk, so not a task).
+  auto merge_row = [&](const state* chunk) {
+    state s = chunk[0];
+    for (std::size_t c = 1; c < split.chunks; ++c) {
+      if constexpr (Stored)
+        s = Family::merge_exp_chunks(s, chunk[c], opts);
+      else
+        s = Family::merge_chunks(s, chunk[c], opts);
+    }
+    return s;
+  };
+  auto normalize = [&](std::size_t t, state const& own, state const& row) {
     const std::size_t r = t / split.chunks, c = t % split.chunks;
+    T* const yc = y + r * ldy + c * split.chunk;
     Dispatch::visit([&](auto a) {
-      Family::normalize_chunk(a, s, x + r * ldx + c * split.chunk, y + r * ldy + c * split.chunk,
-                              length(c), opts);
+      if constexpr (Stored) {
+        Family::scale_chunk(a, own, row, yc, length(c), opts);
+      } else {
+        (void)own;
+        Family::normalize_chunk(a, row, x + r * ldx + c * split.chunk, yc, length(c), opts);
+      }
     });
   };
-  const auto states = task_values<state>(tasks);
+  // Per task its chunk's state, then per row the merged one.
+  const auto states = task_values<state>(tasks + rows);
   if (!states) {  // no memory for the states: the same reductions and merges, in order, here
     for (std::size_t r = 0; r < rows; ++r) {
+      state chunk[max_stored_chunks];  // the row's chunks (the online form keeps the current one)
       state s{};
       for (std::size_t c = 0; c < split.chunks; ++c) {
-        state part;
+        state& part = chunk[Stored ? c : 0];
         reduce(r * split.chunks + c, &part);
-        s = Family::merge_chunks(s, part, opts);
+        if constexpr (!Stored) s = c == 0 ? part : Family::merge_chunks(s, part, opts);
       }
-      for (std::size_t c = 0; c < split.chunks; ++c) normalize(r * split.chunks + c, s);
+      if constexpr (Stored) s = merge_row(chunk);
+      for (std::size_t c = 0; c < split.chunks; ++c)
+        normalize(r * split.chunks + c, chunk[Stored ? c : 0], s);
     }
     return;
   }
   auto reduce_task = [&](std::size_t t) { reduce(t, &states[t]); };
   ex(tasks, reduce_task);
-  // The merges, in chunk order from the identity: cheap (a few exp per chunk), so not a task.
-  for (std::size_t r = 0; r < rows; ++r) {
-    state s{};
-    for (std::size_t c = 0; c < split.chunks; ++c)
-      s = Family::merge_chunks(s, states[r * split.chunks + c], opts);
-    for (std::size_t c = 0; c < split.chunks; ++c) states[r * split.chunks + c] = s;
-  }
-  auto normalize_task = [&](std::size_t t) { normalize(t, states[t]); };
+  for (std::size_t r = 0; r < rows; ++r) states[tasks + r] = merge_row(&states[r * split.chunks]);
+  auto normalize_task = [&](std::size_t t) {
+    normalize(t, states[t], states[tasks + t / split.chunks]);
+  };
   ex(tasks, normalize_task);
 }
 
@@ -400,7 +432,13 @@ inline rows_result_t<Family> forward(const T* x, std::size_t ldx, T* y, std::siz
       if (chunks.chunks > 1) {
         SMAX_ASSERT((ldx >= cols && ldy >= cols) || rows <= 1);
         Family::check(opts);
-        forward_split_chunks<Family, Dispatch>(x, ldx, y, ldy, rows, cols, opts, chunks, ex);
+        if (Family::template splits_into_exp_chunks<T>(cols, opts) &&
+            chunks.chunks <= max_stored_chunks)
+          forward_split_chunks<Family, Dispatch, true>(x, ldx, y, ldy, rows, cols, opts, chunks,
+                                                       ex);
+        else
+          forward_split_chunks<Family, Dispatch, false>(x, ldx, y, ldy, rows, cols, opts, chunks,
+                                                        ex);
         return rows_result_t<Family>();
       }
     }

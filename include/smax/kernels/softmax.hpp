@@ -48,6 +48,18 @@ constexpr std::size_t three_pass_max_bytes = std::size_t(4) << 20;
 // faster.
 constexpr std::size_t log_three_pass_max_bytes = std::size_t(64) << 10;
 
+// Whether a long row split by chunks takes exponentiate_chunk / scale_chunk (one exponential per
+// element): softmax rows the single-threaded call takes in blocks (up to three_pass_max_bytes), at a
+// temperature on the vector kernels' path. Longer rows and log-softmax take the online state
+// (two reads of x and one write, against the stored form's two reads and two writes of y).
+template <class T>
+inline bool splits_into_exp_chunks(std::size_t cols, T temperature, unsigned flags) noexcept {
+  if ((flags & flag_log) || cols * sizeof(T) > three_pass_max_bytes) return false;
+  if (!(temperature > T(0) && temperature < T(__builtin_huge_val()))) return false;
+  const T inv_t = T(1) / temperature;
+  return inv_t >= wide_range_inv_temperature<T> && inv_t <= huge_inv_temperature<T>;
+}
+
 template <class A>
 struct softmax_table {
   static void forward(const float* x, std::size_t ldx, float* y, std::size_t ldy, std::size_t rows,
@@ -73,6 +85,17 @@ struct softmax_table {
                                unsigned flags, float max, double sum) noexcept;
   static void online_normalize(const double* x, double* y, std::size_t n, double temperature,
                                unsigned flags, double max, double sum) noexcept;
+  // A chunk of a long softmax row split across tasks, for rows the single-threaded call takes in
+  // blocks (splits_into_exp_chunks): its exponentials stored in y, then scaled once the row's
+  // chunks are merged (merge_exp_chunks, softmax_three_pass.hpp).
+  static exp_chunk<float> exponentiate_chunk(const float* x, float* y, std::size_t n,
+                                             float temperature) noexcept;
+  static exp_chunk<double> exponentiate_chunk(const double* x, double* y, std::size_t n,
+                                              double temperature) noexcept;
+  static void scale_chunk(float* y, std::size_t n, float temperature, unsigned flags,
+                          exp_chunk<float> const& own, exp_chunk<float> const& row) noexcept;
+  static void scale_chunk(double* y, std::size_t n, double temperature, unsigned flags,
+                          exp_chunk<double> const& own, exp_chunk<double> const& row) noexcept;
   // Pass 2 for one chunk of a 16-bit row of row_length entries, computed in float: the bits of
   // the float pass 2 on the widened chunk, rounded to the 16-bit type, with no float row in
   // between (the pass reads and writes memory while it computes; past the cache when the row is
@@ -204,6 +227,24 @@ SMAX_ALWAYS_INLINE void forward_rows_scaled(const T* x, std::size_t ldx, T* y, s
   if (scaled)
     return drive_rows<A>(x, ldx, y, ldy, rows, cols, softmax_rows<A, T, true>{p, algorithm});
   drive_rows<A>(x, ldx, y, ldy, rows, cols, softmax_rows<A, T, false>{p, algorithm});
+}
+
+template <class A, class T>
+inline exp_chunk<T> exponentiate_chunk(const T* x, T* y, std::size_t n, T temperature) noexcept {
+  const T inv_t = T(1) / temperature;
+  const flush_guard<A, true> guard(inv_t <= flush_max_scale<T> ? n : 0);
+  return inv_t != T(1) ? kernels::exponentiate_chunk<A, T, true>(x, y, n, inv_t)
+                       : kernels::exponentiate_chunk<A, T, false>(x, y, n, inv_t);
+}
+
+template <class A, class T>
+inline void scale_chunk(T* y, std::size_t n, T temperature, unsigned flags, exp_chunk<T> const& own,
+                        exp_chunk<T> const& row) noexcept {
+  const row_params<T> p{T(1) / temperature, false, (flags & flag_zero_masked_rows) != 0};
+  if (p.inv_temperature != T(1))
+    kernels::scale_chunk<A, T, true>(y, n, own, row, p);
+  else
+    kernels::scale_chunk<A, T, false>(y, n, own, row, p);
 }
 
 // Inlined into the table's entry points (a call level costs a short row a measurable share).
@@ -531,6 +572,32 @@ void softmax_table<A>::online_reduce(const double* x, std::size_t n, double temp
                                      double* max, double* sum) noexcept {
   detail::online_reduce<A>(x, n, temperature, max, sum);
 }
+template <class A>
+exp_chunk<float> softmax_table<A>::exponentiate_chunk(const float* x, float* y, std::size_t n,
+                                                      float temperature) noexcept {
+  return detail::exponentiate_chunk<A>(x, y, n, temperature);
+}
+
+template <class A>
+exp_chunk<double> softmax_table<A>::exponentiate_chunk(const double* x, double* y, std::size_t n,
+                                                       double temperature) noexcept {
+  return detail::exponentiate_chunk<A>(x, y, n, temperature);
+}
+
+template <class A>
+void softmax_table<A>::scale_chunk(float* y, std::size_t n, float temperature, unsigned flags,
+                                   exp_chunk<float> const& own,
+                                   exp_chunk<float> const& row) noexcept {
+  detail::scale_chunk<A>(y, n, temperature, flags, own, row);
+}
+
+template <class A>
+void softmax_table<A>::scale_chunk(double* y, std::size_t n, double temperature, unsigned flags,
+                                   exp_chunk<double> const& own,
+                                   exp_chunk<double> const& row) noexcept {
+  detail::scale_chunk<A>(y, n, temperature, flags, own, row);
+}
+
 template <class A>
 void softmax_table<A>::online_normalize(const float* x, float* y, std::size_t n, float temperature,
                                         unsigned flags, float max, double sum) noexcept {

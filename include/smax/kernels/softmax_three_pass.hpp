@@ -213,6 +213,63 @@ inline bool try_blocked_three_pass_row_from(Source const& source, T* y, std::siz
   return true;
 }
 
+// A chunk of a long softmax row split across an executor's tasks (api/entry.hpp): the blocked
+// form above with the chunk as one block. exponentiate_chunk stores exp(x·s - σ_c) in y and
+// returns the chunk's maximum, σ_c and the sum; merge_exp_chunks folds the chunks of a row in
+// order into the row's (maximum M, σ = M·s, total); scale_chunk multiplies the stored values by
+// exp(σ_c - σ)/total. One exponential per element, as the single-threaded call's blocked form
+// (the chunked online form took two), and each y is the same one exp and one product. A chunk
+// holding a NaN or +inf has a NaN maximum, a masked chunk -inf: its y is written by scale_chunk
+// (NaN row, zeros, or the masked row's rule), not by exponentiate_chunk.
+template <class T>
+struct exp_chunk {
+  T max;
+  primitives::log_shift shift;  // σ_c: the chunk holds exp(x·s - σ_c)
+  double sum;
+};
+
+template <class A, class T, bool Scaled>
+inline exp_chunk<T> exponentiate_chunk(const T* x, T* y, std::size_t n, T inv_t) noexcept {
+  const T inf = __builtin_huge_val();
+  const T nan = __builtin_nan("");
+  const auto r = row_source<A, T>{x}.template range<true>(0, n);
+  const block_kind kind = classify_block<A>(r.max, x, n);
+  if (kind == block_kind::nan_row) return {nan, {0.0, 0.0}, 0.0};
+  if (kind == block_kind::masked) return {-inf, {0.0, 0.0}, 0.0};
+  exp_chunk<T> c{r.max, {0.0, 0.0}, 0.0};
+  c.sum = primitives::with_shifted_exp<A, T, Scaled>(r.max, r.min, inv_t, [&](auto const& e) {
+    c.shift = e.shift();
+    return primitives::map_sum<A, true>(x, y, n, -inf, e);
+  });
+  if (primitives::is_nan(c.sum) || nan_unseen_by_sum<A>(x, n)) c.max = nan;
+  return c;
+}
+
+// The chunks a and b of one row (a before b), merged: their sums brought to σ = M·s (s = 1 for
+// an unscaled call, as the kernels take it). Chunks with a NaN maximum make the row's NaN.
+template <class T>
+inline exp_chunk<T> merge_exp_chunks(exp_chunk<T> const& a, exp_chunk<T> const& b, T s) noexcept {
+  if (primitives::is_nan(a.max) || primitives::is_nan(b.max))
+    return {static_cast<T>(__builtin_nan("")), {0.0, 0.0}, 0.0};
+  if (primitives::is_neg_inf(b.max)) return a;
+  if (primitives::is_neg_inf(a.max)) return b;
+  const T m = a.max > b.max ? a.max : b.max;
+  const primitives::log_shift shift = primitives::product_shift(m, s);
+  const double sum = a.sum * primitives::exp_of_shift_difference(a.shift, shift, a.max, m, s) +
+                     b.sum * primitives::exp_of_shift_difference(b.shift, shift, b.max, m, s);
+  return {m, shift, sum};
+}
+
+template <class A, class T, bool Scaled>
+inline void scale_chunk(T* y, std::size_t n, exp_chunk<T> const& own, exp_chunk<T> const& row,
+                        row_params<T> const& p) noexcept {
+  if (finish_special_row<A>(row.max, false, y, n, p)) return;  // NaN, +inf or every entry masked
+  if (primitives::is_neg_inf(own.max)) return fill_row<A>(y, n, T(0));
+  const double scale = primitives::exp_of_shift_difference(own.shift, row.shift, own.max, row.max,
+                                                           Scaled ? p.inv_temperature : T(1));
+  primitives::map<A>(y, y, n, primitives::normalizer<A, T>(scale, row.sum));
+}
+
 template <class A, class T, bool Scaled>
 inline bool try_blocked_three_pass_row(const T* x, T* y, std::size_t n,
                                        row_params<T> const& p) noexcept {
