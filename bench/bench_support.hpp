@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 #include <functional>
+#include <new>
 #include <random>
 #include <string>
 #include <utility>

@@ -95,8 +95,7 @@ struct softmax_like_family : family_defaults {
   // exponentials stored: one exponential per element, as that call (kernels/softmax.hpp).
   template <class T>
   static bool splits_into_exp_chunks(std::size_t cols, options const& opts) noexcept {
-    return kernels::splits_into_exp_chunks<T>(cols, static_cast<T>(opts.temperature),
-                                              flags(opts));
+    return kernels::splits_into_exp_chunks<T>(cols, static_cast<T>(opts.temperature), flags(opts));
   }
   template <class T>
   using exp_chunk = kernels::exp_chunk<T>;
@@ -111,10 +110,10 @@ struct softmax_like_family : family_defaults {
     return kernels::merge_exp_chunks(a, b, T(1) / static_cast<T>(opts.temperature));
   }
   template <class A, class T>
-  static void scale_chunk(A, exp_chunk<T> const& own, exp_chunk<T> const& row, T* y,
-                          std::size_t n, options const& opts) noexcept {
-    kernels::softmax_table<A>::scale_chunk(y, n, static_cast<T>(opts.temperature), flags(opts),
-                                           own, row);
+  static void scale_chunk(A, exp_chunk<T> const& own, exp_chunk<T> const& row, T* y, std::size_t n,
+                          options const& opts) noexcept {
+    kernels::softmax_table<A>::scale_chunk(y, n, static_cast<T>(opts.temperature), flags(opts), own,
+                                           row);
   }
 
   // The same for a chunk of a 16-bit row (api/half.hpp), read as 16-bit values (and written as

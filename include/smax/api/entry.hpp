@@ -348,8 +348,8 @@ template <class Family, class Dispatch, class T, class Executor>
 template <class Family, class Dispatch, bool Stored, class T, class Executor>
 [[gnu::noinline]] void forward_split_chunks(const T* x, std::size_t ldx, T* y, std::size_t ldy,
                                             std::size_t rows, std::size_t cols,
-                                            typename Family::options const& opts,
-                                            chunk_split split, Executor& ex) noexcept {
+                                            typename Family::options const& opts, chunk_split split,
+                                            Executor& ex) noexcept {
   using state = std::conditional_t<Stored, typename Family::template exp_chunk<T>,
                                    typename Family::template chunk_state<T>>;
   const std::size_t tasks = rows * split.chunks;
