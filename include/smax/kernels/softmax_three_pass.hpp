@@ -145,6 +145,37 @@ inline void short_rows(const T* x, std::size_t ldx, T* y, std::size_t ldy, std::
 // take: other lengths, and log-softmax rows (the online form, whose second pass has no exp, suits them).
 constexpr std::size_t three_pass_max_blocks = 512;
 
+// One block of the blocked form (or one chunk of a split row, below): the range of
+// [start, start + len) from the source, then exp(x·s - σ) stored in y and summed, σ from the
+// block's maximum. max is NaN for a block holding a NaN or +inf and -inf for a masked one (y is
+// not written for either); a NaN the range missed shows in the sum, which the caller checks.
+// ahead, write_ahead: map_sum's prefetches.
+template <class T>
+struct exp_chunk {
+  T max;
+  primitives::log_shift shift;  // σ: the block holds exp(x·s - σ)
+  double sum;
+};
+
+template <class A, class T, bool Scaled, class Source>
+SMAX_ALWAYS_INLINE exp_chunk<T> exponentiate_block(Source const& source, std::size_t start,
+                                                   std::size_t len, T* y, T inv_t,
+                                                   std::size_t ahead = 0,
+                                                   T* write_ahead = nullptr) noexcept {
+  const T inf = __builtin_huge_val();
+  const auto r = source.template range<true>(start, len);
+  const T* const x = source.values();
+  const block_kind kind = classify_block<A>(r.max, x + start, len);
+  if (kind == block_kind::nan_row) return {static_cast<T>(__builtin_nan("")), {0.0, 0.0}, 0.0};
+  if (kind == block_kind::masked) return {-inf, {0.0, 0.0}, 0.0};
+  exp_chunk<T> c{r.max, {0.0, 0.0}, 0.0};
+  c.sum = primitives::with_shifted_exp<A, T, Scaled>(r.max, r.min, inv_t, [&](auto const& e) {
+    c.shift = e.shift();
+    return primitives::map_sum<A, true>(x + start, y + start, len, -inf, e, ahead, write_ahead);
+  });
+  return c;
+}
+
 template <class A, class T, bool Scaled, class Source>
 inline bool try_blocked_three_pass_row_from(Source const& source, T* y, std::size_t n,
                                             row_params<T> const& p) noexcept {
@@ -159,32 +190,26 @@ inline bool try_blocked_three_pass_row_from(Source const& source, T* y, std::siz
   T row_max = -inf;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t start = b * block, len = n - start < block ? n - start : block;
-    // A NaN the max missed elsewhere makes the block's sum NaN (checked below).
-    const auto r = source.template range<true>(start, len);
-    const T* const x = source.values();
-    const block_kind kind = classify_block<A>(r.max, x + start, len);
-    if (kind == block_kind::nan_row) {
-      fill_row<A>(y, n, nan);
-      return true;
-    }
-    block_max[b] = r.max;
-    block_sum[b] = 0.0;
-    if (kind == block_kind::masked) {
-      fill_row<A>(y + start, len, T(0));
-      continue;
-    }
-    if (r.max > row_max) row_max = r.max;
     // The next block is pulled in while this one is exponentiated; the last block asks for the
     // next row of a batch instead (and for its y, which the next call writes first).
     const bool last = b + 1 == blocks;
     const std::size_t ahead = !last ? block : p.next_row ? p.next_row - start : 0;
     T* const write_ahead = last && p.next_output_row ? y + p.next_output_row - start : nullptr;
-    block_sum[b] = primitives::with_shifted_exp<A, T, Scaled>(
-        r.max, r.min, p.inv_temperature, [&](auto const& e) {
-          block_shift[b] = e.shift();
-          return primitives::map_sum<A, true>(x + start, y + start, len, -inf, e, ahead,
-                                              write_ahead);
-        });
+    // A NaN the max missed elsewhere makes the block's sum NaN (checked below).
+    const exp_chunk<T> c = exponentiate_block<A, T, Scaled>(source, start, len, y,
+                                                            p.inv_temperature, ahead, write_ahead);
+    if (primitives::is_nan(c.max)) {
+      fill_row<A>(y, n, nan);
+      return true;
+    }
+    block_max[b] = c.max;
+    block_shift[b] = c.shift;
+    block_sum[b] = c.sum;
+    if (primitives::is_neg_inf(c.max)) {
+      fill_row<A>(y + start, len, T(0));
+      continue;
+    }
+    if (c.max > row_max) row_max = c.max;
   }
   if (finish_special_row<A>(row_max, false, y, n, p)) return true;  // every block masked
   // exp(σ_b - M·s) <= 2, with the roundings of both shifts carried (exp_of_difference): rounding
@@ -214,34 +239,18 @@ inline bool try_blocked_three_pass_row_from(Source const& source, T* y, std::siz
 }
 
 // A chunk of a long softmax row split across an executor's tasks (api/entry.hpp): the blocked
-// form above with the chunk as one block. exponentiate_chunk stores exp(x·s - σ_c) in y and
+// form above with the chunk as one block (exponentiate_block). exponentiate_chunk stores exp(x·s - σ_c) in y and
 // returns the chunk's maximum, σ_c and the sum; merge_exp_chunks folds the chunks of a row in
 // order into the row's (maximum M, σ = M·s, total); scale_chunk multiplies the stored values by
 // exp(σ_c - σ)/total. One exponential per element, as the single-threaded call's blocked form
 // (the chunked online form took two), and each y is the same one exp and one product. A chunk
 // holding a NaN or +inf has a NaN maximum, a masked chunk -inf: its y is written by scale_chunk
 // (NaN row, zeros, or the masked row's rule), not by exponentiate_chunk.
-template <class T>
-struct exp_chunk {
-  T max;
-  primitives::log_shift shift;  // σ_c: the chunk holds exp(x·s - σ_c)
-  double sum;
-};
-
 template <class A, class T, bool Scaled>
 inline exp_chunk<T> exponentiate_chunk(const T* x, T* y, std::size_t n, T inv_t) noexcept {
-  const T inf = __builtin_huge_val();
-  const T nan = __builtin_nan("");
-  const auto r = row_source<A, T>{x}.template range<true>(0, n);
-  const block_kind kind = classify_block<A>(r.max, x, n);
-  if (kind == block_kind::nan_row) return {nan, {0.0, 0.0}, 0.0};
-  if (kind == block_kind::masked) return {-inf, {0.0, 0.0}, 0.0};
-  exp_chunk<T> c{r.max, {0.0, 0.0}, 0.0};
-  c.sum = primitives::with_shifted_exp<A, T, Scaled>(r.max, r.min, inv_t, [&](auto const& e) {
-    c.shift = e.shift();
-    return primitives::map_sum<A, true>(x, y, n, -inf, e);
-  });
-  if (primitives::is_nan(c.sum) || nan_unseen_by_sum<A>(x, n)) c.max = nan;
+  exp_chunk<T> c = exponentiate_block<A, T, Scaled>(row_source<A, T>{x}, 0, n, y, inv_t);
+  if (primitives::is_finite(c.max) && (primitives::is_nan(c.sum) || nan_unseen_by_sum<A>(x, n)))
+    c.max = static_cast<T>(__builtin_nan(""));
   return c;
 }
 
