@@ -28,14 +28,14 @@ inline void prefetch_for_write(const void* p, std::size_t bytes) noexcept {
     __builtin_prefetch(static_cast<const char*>(p) + k, 1, 3);
 }
 
-// y[i] = g(x[i], f(x[i])) for i < n (when Store) and returns the sum of f(x[i]): a pass whose
-// stored value is not the one it sums (Self-Adjust Softmax stores w·e and sums e). The tail is
+// y[i] = g(x[i], f(x[i])) for i < n (when Store) and returns the sum of f(x[i]), calling
+// beside(i) once per four vectors (at i = 0, 4·width, ... while i + 4·width <= n): work that rides
+// along in the same loop, a request for what comes next or another row's first pass. The tail is
 // padded with `fill`, and its lanes past n are dropped from the sum whatever f makes of them.
-// x == y is allowed. prefetch_distance and write_ahead as for map_sum.
-template <class A, bool Store, class T, class F, class G>
-SMAX_FLATTEN inline double map_store_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
-                                         G const& g, std::size_t prefetch_distance = 0,
-                                         T* write_ahead = nullptr) noexcept {
+// x == y is allowed.
+template <class A, bool Store, class T, class F, class G, class Beside>
+SMAX_FLATTEN inline double map_store_sum_beside(const T* x, T* y, std::size_t n, T fill, F const& f,
+                                                G const& g, Beside const& beside) noexcept {
   using batch = xsimd::batch<T, A>;
   constexpr std::size_t width = batch::size;
   double total = 0.0;
@@ -44,8 +44,7 @@ SMAX_FLATTEN inline double map_store_sum(const T* x, T* y, std::size_t n, T fill
     const std::size_t block_end = n - i > sum_block<T, A> ? i + sum_block<T, A> : n;
     batch s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
     for (; i + 4 * width <= block_end; i += 4 * width) {
-      if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
-      if (write_ahead) prefetch_for_write<A>(write_ahead + i, 4 * width * sizeof(T));
+      beside(i);
       const batch v0 = batch::load_unaligned(x + i);
       const batch v1 = batch::load_unaligned(x + i + width);
       const batch v2 = batch::load_unaligned(x + i + 2 * width);
@@ -78,6 +77,18 @@ SMAX_FLATTEN inline double map_store_sum(const T* x, T* y, std::size_t n, T fill
     s += zero_from<A>(e, n - i);
   }
   return total + detail::horizontal_sum(s);
+}
+
+// map_store_sum_beside whose ride-along work is map_sum's prefetches (below).
+template <class A, bool Store, class T, class F, class G>
+SMAX_FLATTEN inline double map_store_sum(const T* x, T* y, std::size_t n, T fill, F const& f,
+                                         G const& g, std::size_t prefetch_distance = 0,
+                                         T* write_ahead = nullptr) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  return map_store_sum_beside<A, Store>(x, y, n, fill, f, g, [&](std::size_t i) SMAX_INLINE_LAMBDA {
+    if (prefetch_distance) prefetch<A>(x + i + prefetch_distance, 4 * width * sizeof(T));
+    if (write_ahead) prefetch_for_write<A>(write_ahead + i, 4 * width * sizeof(T));
+  });
 }
 
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with

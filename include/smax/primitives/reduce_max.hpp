@@ -67,25 +67,19 @@ struct range_result {
   T min;  // +inf for an empty row; only when asked for
 };
 
-// The loop of reduce_range over values that callbacks make: at(i) the vector at i (a load, or a
-// computation that also stores it), tail(i, count) a pointer to the count < width values at i
-// (made where they are not in memory already), ahead(i) once per four vectors (a request for
-// what comes next, or nothing). Four accumulators for the maximum, two for the minimum.
-template <class A, bool Min, class T, class At, class Tail, class Ahead>
-SMAX_FLATTEN inline range_result<T> range_of(std::size_t n, At const& at, Tail const& tail,
-                                             Ahead const& ahead) noexcept {
+// The accumulators of reduce_range: four for the maximum, two for the minimum. The maximum and
+// minimum of ordered values do not depend on the order they come in, so a range may be gathered
+// in pieces, or beside another pass (the blocked softmax takes the next block's range while it
+// exponentiates this one).
+template <class A, bool Min, class T>
+struct range_accumulator {
   using batch = xsimd::batch<T, A>;
-  constexpr std::size_t width = batch::size;
-  const T inf = __builtin_huge_val();
-  batch m0(-inf), m1(-inf), m2(-inf), m3(-inf);
-  batch l0(inf), l1(inf);
-  std::size_t i = 0;
-  for (; i + 4 * width <= n; i += 4 * width) {
-    ahead(i);
-    const batch v0 = at(i);
-    const batch v1 = at(i + width);
-    const batch v2 = at(i + 2 * width);
-    const batch v3 = at(i + 3 * width);
+  // (Not brace-initialised: xsimd reads braces as a list of lanes.)
+  batch m0 = batch(T(-__builtin_huge_val())), m1 = m0, m2 = m0, m3 = m0;
+  batch l0 = batch(T(__builtin_huge_val())), l1 = l0;
+
+  SMAX_ALWAYS_INLINE void add4(batch const& v0, batch const& v1, batch const& v2,
+                               batch const& v3) noexcept {
     m0 = xsimd::max(m0, v0);
     m1 = xsimd::max(m1, v1);
     m2 = xsimd::max(m2, v2);
@@ -95,19 +89,53 @@ SMAX_FLATTEN inline range_result<T> range_of(std::size_t n, At const& at, Tail c
       l1 = xsimd::min(l1, xsimd::min(v2, v3));
     }
   }
-  for (; i + width <= n; i += width) {
-    const batch v = at(i);
+  // Four vectors from x.
+  SMAX_ALWAYS_INLINE void add4(const T* x) noexcept {
+    constexpr std::size_t width = batch::size;
+    add4(batch::load_unaligned(x), batch::load_unaligned(x + width),
+         batch::load_unaligned(x + 2 * width), batch::load_unaligned(x + 3 * width));
+  }
+  SMAX_ALWAYS_INLINE void add(batch const& v) noexcept {
     m0 = xsimd::max(m0, v);
     if (Min) l0 = xsimd::min(l0, v);
   }
-  if (i < n) {
-    const T* const rest = tail(i, n - i);
-    m1 = xsimd::max(m1, load_partial<A>(rest, n - i, -inf));
-    if (Min) l1 = xsimd::min(l1, load_partial<A>(rest, n - i, inf));
+  // count < width values at rest.
+  SMAX_ALWAYS_INLINE void add_partial(const T* rest, std::size_t count) noexcept {
+    m1 = xsimd::max(m1, load_partial<A>(rest, count, T(-__builtin_huge_val())));
+    if (Min) l1 = xsimd::min(l1, load_partial<A>(rest, count, T(__builtin_huge_val())));
   }
-  const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
-  const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : inf;
-  return {detail::horizontal_max(m), min};
+  // [x + from, x + n) in whole vectors and a partial one.
+  SMAX_ALWAYS_INLINE void add_rest(const T* x, std::size_t from, std::size_t n) noexcept {
+    constexpr std::size_t width = batch::size;
+    std::size_t i = from;
+    for (; i + 4 * width <= n; i += 4 * width) add4(x + i);
+    for (; i + width <= n; i += width) add(batch::load_unaligned(x + i));
+    if (i < n) add_partial(x + i, n - i);
+  }
+  SMAX_ALWAYS_INLINE range_result<T> result() const noexcept {
+    const batch m = xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3));
+    const T min = Min ? detail::horizontal_min(xsimd::min(l0, l1)) : T(__builtin_huge_val());
+    return {detail::horizontal_max(m), min};
+  }
+};
+
+// The loop of reduce_range over values that callbacks make: at(i) the vector at i (a load, or a
+// computation that also stores it), tail(i, count) a pointer to the count < width values at i
+// (made where they are not in memory already), ahead(i) once per four vectors (a request for
+// what comes next, or nothing).
+template <class A, bool Min, class T, class At, class Tail, class Ahead>
+SMAX_FLATTEN inline range_result<T> range_of(std::size_t n, At const& at, Tail const& tail,
+                                             Ahead const& ahead) noexcept {
+  constexpr std::size_t width = xsimd::batch<T, A>::size;
+  range_accumulator<A, Min, T> acc;
+  std::size_t i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    ahead(i);
+    acc.add4(at(i), at(i + width), at(i + 2 * width), at(i + 3 * width));
+  }
+  for (; i + width <= n; i += width) acc.add(at(i));
+  if (i < n) acc.add_partial(tail(i, n - i), n - i);
+  return acc.result();
 }
 
 // Largest (and, with Min, smallest) element, one load and one or two operations per element:
