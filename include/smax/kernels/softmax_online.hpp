@@ -50,15 +50,33 @@ inline online_partial<T> online_reduce_row_from(Source const& source, std::size_
   const online_partial<T> nan_state{static_cast<T>(__builtin_nan("")), 0.0};
   online_partial<T> state{-inf, 0.0, inf};
   primitives::log_shift shift{0.0, 0.0};  // σ of state.sum
+  // A row read from x takes each block's range in the loop that sums the block before it (as the
+  // blocked three-pass form does: no pass for the range alone, no pause between a block's range
+  // and its sum); a source that makes its values takes a range pass per block.
+  constexpr bool beside = std::is_same<Source, row_source<A, T>>::value;
+  constexpr std::size_t step = 4 * xsimd::batch<T, A>::size;
+  primitives::range_result<T> next_range{};
+  if constexpr (beside)
+    next_range =
+        primitives::reduce_range<A, !Log>(source.values(), n < row_block<T> ? n : row_block<T>);
   for (std::size_t b = 0; b < n; b += row_block<T>) {
     const std::size_t len = n - b < row_block<T> ? n - b : row_block<T>;
+    const std::size_t rest = n - b - len;
+    const std::size_t next_len = rest < row_block<T> ? rest : row_block<T>;
     // No NaN flag in the max pass: a NaN makes the block's sum NaN (see three_pass_row). The
     // minimum chooses softmax's exp form; log-softmax does not need it.
-    const auto r = source.template range<!Log>(b, len);
+    primitives::range_result<T> r;
+    if constexpr (beside)
+      r = next_range;
+    else
+      r = source.template range<!Log>(b, len);
     const T* const x = source.block(b);
     const block_kind kind = classify_block<A>(r.max, x, len);
     if (kind == block_kind::nan_row) return nan_state;
-    if (kind == block_kind::masked) continue;  // contributes nothing
+    if (kind == block_kind::masked) {  // contributes nothing
+      if constexpr (beside) next_range = primitives::reduce_range<A, !Log>(x + len, next_len);
+      continue;
+    }
     if constexpr (std::is_invocable_v<OnBlock const&, const T*, std::size_t, std::size_t, T>)
       on_block(x, b, len, r.max);
     else
@@ -69,8 +87,11 @@ inline online_partial<T> online_reduce_row_from(Source const& source, std::size_
     if (r.min < state.min) state.min = r.min;
     // While the block is summed from L1, the next one is prefetched: otherwise memory would sit
     // idle through the exp and the max pass would wait for it (a source that reads ahead itself
-    // has asked for it already).
-    const std::size_t ahead = !Source::reads_ahead && b + 2 * row_block<T> <= n ? row_block<T> : 0;
+    // has asked for it already). Beside, the next block is read in the loop itself, and the one
+    // after it is asked for.
+    const std::size_t ahead =
+        beside ? (rest > row_block<T> ? 2 * row_block<T> : 0)
+               : (!Source::reads_ahead && b + 2 * row_block<T> <= n ? row_block<T> : 0);
     auto block_sum = [&](auto const& e) {
       if (grew) {
         if (state.sum != 0.0)
@@ -78,7 +99,22 @@ inline online_partial<T> online_reduce_row_from(Source const& source, std::size_
                                                            Scaled ? inv_t : T(1));
         shift = e.shift();
       }
-      return primitives::map_sum<A, false>(x, static_cast<T*>(nullptr), len, -inf, e, ahead);
+      if constexpr (beside) {
+        primitives::range_accumulator<A, !Log, T> acc;
+        const T* const next = x + len;
+        const double sum = primitives::map_store_sum_beside<A, false>(
+            x, static_cast<T*>(nullptr), len, -inf, e,
+            [](auto const&, auto const& v) SMAX_INLINE_LAMBDA { return v; },
+            [&](std::size_t i) SMAX_INLINE_LAMBDA {
+              if (i + step <= next_len) acc.add4(next + i);
+              if (ahead) primitives::prefetch<A>(x + i + ahead, step * sizeof(T));
+            });
+        acc.add_rest(next, (len < next_len ? len : next_len) / step * step, next_len);
+        next_range = acc.result();
+        return sum;
+      } else {
+        return primitives::map_sum<A, false>(x, static_cast<T*>(nullptr), len, -inf, e, ahead);
+      }
     };
     const double s =
         Log ? block_sum(primitives::exp_for_log_sum<A, T, Scaled>(state.max, inv_t))
