@@ -100,17 +100,13 @@ inline online_partial<T> online_reduce_row_from(Source const& source, std::size_
         shift = e.shift();
       }
       if constexpr (beside) {
-        primitives::range_accumulator<A, !Log, T> acc;
-        const T* const next = x + len;
-        const double sum = primitives::map_store_sum_beside<A, false>(
-            x, static_cast<T*>(nullptr), len, -inf, e,
-            [](auto const&, auto const& v) SMAX_INLINE_LAMBDA { return v; },
-            [&](std::size_t i) SMAX_INLINE_LAMBDA {
-              if (i + step <= next_len) acc.add4(next + i);
+        primitives::range_beside<A, !Log, T> following{x + len, next_len};
+        const double sum = primitives::map_sum_beside<A, false>(
+            x, static_cast<T*>(nullptr), len, -inf, e, [&](std::size_t i) SMAX_INLINE_LAMBDA {
+              following(i);
               if (ahead) primitives::prefetch<A>(x + i + ahead, step * sizeof(T));
             });
-        acc.add_rest(next, (len < next_len ? len : next_len) / step * step, next_len);
-        next_range = acc.result();
+        next_range = following.finish(len);
         return sum;
       } else {
         return primitives::map_sum<A, false>(x, static_cast<T*>(nullptr), len, -inf, e, ahead);

@@ -197,22 +197,18 @@ SMAX_ALWAYS_INLINE exp_chunk<T> exponentiate_block_beside(
     if (kind == block_kind::nan_row) return {static_cast<T>(__builtin_nan("")), {0.0, 0.0}, 0.0};
     return {-inf, {0.0, 0.0}, 0.0};
   }
-  primitives::range_accumulator<A, true, T> acc;
+  primitives::range_beside<A, true, T> following{next, next_len};
   exp_chunk<T> c{r.max, {0.0, 0.0}, 0.0};
   c.sum = primitives::with_shifted_exp<A, T, Scaled>(r.max, r.min, inv_t, [&](auto const& e) {
     c.shift = e.shift();
-    return primitives::map_store_sum_beside<A, true>(
-        x, y, len, -inf, e, [](auto const&, auto const& v) SMAX_INLINE_LAMBDA { return v; },
-        [&](std::size_t i) SMAX_INLINE_LAMBDA {
-          if (i + step <= next_len) acc.add4(next + i);
+    return primitives::map_sum_beside<A, true>(
+        x, y, len, -inf, e, [&](std::size_t i) SMAX_INLINE_LAMBDA {
+          following(i);
           if (ahead) primitives::prefetch<A>(x + i + ahead, step * sizeof(T));
           if (write_ahead) primitives::prefetch_for_write<A>(write_ahead + i, step * sizeof(T));
         });
   });
-  // map_store_sum_beside's four-vector iterations cover the first len / step steps of len.
-  const std::size_t covered = (len < next_len ? len : next_len) / step * step;
-  acc.add_rest(next, covered, next_len);
-  next_range = acc.result();
+  next_range = following.finish(len);
   return c;
 }
 

@@ -91,6 +91,15 @@ SMAX_FLATTEN inline double map_store_sum(const T* x, T* y, std::size_t n, T fill
   });
 }
 
+// map_sum (below) with map_store_sum_beside's ride-along work in place of the prefetches.
+template <class A, bool Store, class T, class F, class Beside>
+SMAX_FLATTEN inline double map_sum_beside(const T* x, T* y, std::size_t n, T fill, F const& f,
+                                          Beside const& beside) noexcept {
+  using batch = xsimd::batch<T, A>;
+  return map_store_sum_beside<A, Store>(
+      x, y, n, fill, f, [](batch const&, batch const& e) SMAX_INLINE_LAMBDA { return e; }, beside);
+}
+
 // y[i] = f(x[i]) for i < n (when Store) and returns the sum of f(x[i]). The tail is padded with
 // `fill`, and its lanes past n are dropped from the sum whatever f makes of them. x == y is allowed. With prefetch_distance > 0 every iteration
 // also asks for the lines prefetch_distance elements ahead, so a compute-bound pass over cached

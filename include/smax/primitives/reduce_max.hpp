@@ -119,6 +119,25 @@ struct range_accumulator {
   }
 };
 
+// The range of next[0, n) gathered beside a pass over another part of the row (map_sum_beside):
+// called with i = 0, 4·width, ... as that pass steps through its len elements, it takes the four
+// vectors at next + i where they lie inside [0, n); finish(len) takes the rest.
+template <class A, bool Min, class T>
+struct range_beside {
+  static constexpr std::size_t step = 4 * xsimd::batch<T, A>::size;
+  const T* next;
+  std::size_t n;
+  range_accumulator<A, Min, T> acc{};
+
+  SMAX_ALWAYS_INLINE void operator()(std::size_t i) noexcept {
+    if (i + step <= n) acc.add4(next + i);
+  }
+  SMAX_ALWAYS_INLINE range_result<T> finish(std::size_t len) noexcept {
+    acc.add_rest(next, (len < n ? len : n) / step * step, n);
+    return acc.result();
+  }
+};
+
 // The loop of reduce_range over values that callbacks make: at(i) the vector at i (a load, or a
 // computation that also stores it), tail(i, count) a pointer to the count < width values at i
 // (made where they are not in memory already), ahead(i) once per four vectors (a request for
